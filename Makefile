@@ -1,0 +1,35 @@
+# Every target works on a fresh clone: .venv is created and the project installed on first use.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: test demo bench lint format clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# torch first, pinned, so that nothing later pulls a CUDA build
+	$(PY) -m pip install --quiet "torch==2.13.0"
+	$(PY) -m pip install --quiet -e ".[rl,dev]"
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m pytest -q
+
+demo: $(STAMP)
+	$(PY) -m experiments.demo
+
+bench: $(STAMP)
+	$(PY) -m experiments.bench_env
+
+lint: $(STAMP)
+	$(PY) -m ruff check . && $(PY) -m ruff format --check .
+
+format: $(STAMP)
+	$(PY) -m ruff format . && $(PY) -m ruff check --fix .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build *.egg-info

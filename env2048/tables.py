@@ -1,0 +1,181 @@
+"""Line lookup tables and symmetry tables for the packed ``uint64`` board of one shape.
+
+A *line code* packs one row or column, position 0 (the wall the tiles slide toward) in the low nibble:
+``code = sum(exp[k] << 4*k)``.  A move on a board is one table lookup per line.
+
+``BoardTables`` holds, for a shape ``rows x cols``:
+
+* ``row_left``, ``row_right``: ``uint64[16**cols]``, line code of a row -> new row code (in place, low bits);
+* ``col_up``, ``col_down``: ``uint64[16**rows]``, column code -> new column *spread* over the board
+  (nibble i at shift ``4*cols*i``), so that ``board |= col_up[code] << 4*j`` writes column j;
+* ``row_reward``, ``col_reward``: ``int64``, merge reward of the line (same for both directions); -1 marks a
+  line whose move would create 2**16, which the packed form cannot hold;
+* ``sym_perm``: ``int64[n_sym, cells]``, for symmetry s the source cell of each destination cell;
+* ``sym_action``: ``int64[n_sym, 4]``, action a on a board is action ``sym_action[s, a]`` on its image.
+
+Tables exist for lines of at most ``MAX_TABLE_LINE`` cells (16**5 entries); longer lines (the 2x6 .. 2x8
+boards and their transposes) are moved nibble by nibble with the same ``slide_line_code`` kernel that builds
+the tables, so there is one definition of a line move.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from .shape import check_packable
+
+MAX_TABLE_LINE = 5
+#: Reward marker for a line whose move would create tile 2**16 (not representable in 4 bits).
+OVERFLOW = -1
+
+
+@numba.njit(cache=True)
+def slide_line_code(code: int, length: int) -> tuple[int, int]:
+    """Slide and merge one packed line toward position 0.
+
+    ``[0 1 0 1] -> [2 0 0 0]`` (exponents, position 0 first), reward 4.
+    Returns ``(new_code, reward)``; reward is ``OVERFLOW`` if an exponent-15 pair would merge.
+    """
+    out = 0
+    reward = 0
+    write = 0
+    last = 0
+    for k in range(length):
+        v = (code >> (4 * k)) & 15
+        if v == 0:
+            continue
+        if v == last:
+            if v == 15:
+                return code, OVERFLOW
+            out += 1 << (4 * (write - 1))
+            reward += 1 << (v + 1)
+            last = 0
+        else:
+            out |= v << (4 * write)
+            write += 1
+            last = v
+    return out, reward
+
+
+@numba.njit(cache=True)
+def reverse_line_code(code: int, length: int) -> int:
+    """Reverse the order of the nibbles of a line code: ``[a b c] -> [c b a]``."""
+    out = 0
+    for k in range(length):
+        out |= ((code >> (4 * k)) & 15) << (4 * (length - 1 - k))
+    return out
+
+
+@numba.njit(cache=True)
+def spread_line_code(code: int, length: int, stride_cells: int) -> int:
+    """Place nibble k of a line code at shift ``4*stride_cells*k`` (a column laid on the board)."""
+    out = 0
+    for k in range(length):
+        out |= ((code >> (4 * k)) & 15) << (4 * stride_cells * k)
+    return out
+
+
+@numba.njit(cache=True)
+def _build_line_tables(length: int, stride_cells: int):
+    n = 1 << (4 * length)
+    toward0 = np.empty(n, np.uint64)
+    toward_end = np.empty(n, np.uint64)
+    reward = np.empty(n, np.int64)
+    for code in range(n):
+        new0, r = slide_line_code(code, length)
+        rev = reverse_line_code(code, length)
+        new_rev, r_rev = slide_line_code(rev, length)
+        if r == OVERFLOW or r_rev == OVERFLOW:
+            toward0[code] = code
+            toward_end[code] = code
+            reward[code] = OVERFLOW
+            continue
+        toward0[code] = spread_line_code(new0, length, stride_cells)
+        toward_end[code] = spread_line_code(reverse_line_code(new_rev, length), length, stride_cells)
+        reward[code] = r
+    return toward0, toward_end, reward
+
+
+def _symmetry_maps(rows: int, cols: int) -> list:
+    """The board's symmetry group as maps (r, c) -> (r', c') over unbounded integer coordinates."""
+    maps = [
+        lambda r, c: (r, c),  # identity
+        lambda r, c: (r, cols - 1 - c),  # mirror left-right
+        lambda r, c: (rows - 1 - r, c),  # mirror up-down
+        lambda r, c: (rows - 1 - r, cols - 1 - c),  # rotate 180
+    ]
+    if rows == cols:
+        n = rows
+        maps += [
+            lambda r, c: (c, r),  # transpose
+            lambda r, c: (n - 1 - c, n - 1 - r),  # anti-transpose
+            lambda r, c: (c, n - 1 - r),  # rotate 90 clockwise
+            lambda r, c: (n - 1 - c, r),  # rotate 90 counter-clockwise
+        ]
+    return maps
+
+
+_DIRECTIONS = ((-1, 0), (0, 1), (1, 0), (0, -1))  # UP, RIGHT, DOWN, LEFT as (drow, dcol)
+
+
+def symmetry_tables(rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(sym_perm, sym_action)`` for the board's symmetry group (8 if square, else 4).
+
+    ``image[dest] = board[sym_perm[s, dest]]`` (flat cell indices, row-major) and action ``a`` on ``board``
+    corresponds to action ``sym_action[s, a]`` on ``image``.
+    """
+    maps = _symmetry_maps(rows, cols)
+    cells = rows * cols
+    perm = np.empty((len(maps), cells), np.int64)
+    act = np.empty((len(maps), 4), np.int64)
+    for s, f in enumerate(maps):
+        for r in range(rows):
+            for c in range(cols):
+                r2, c2 = f(r, c)
+                perm[s, r2 * cols + c2] = r * cols + c
+        for a, (dr, dc) in enumerate(_DIRECTIONS):
+            r0, c0 = f(0, 0)
+            r1, c1 = f(dr, dc)
+            act[s, a] = _DIRECTIONS.index((r1 - r0, c1 - c0))
+    return perm, act
+
+
+class BoardTables(NamedTuple):
+    """Everything the packed kernels need for one shape; a plain tuple so numba takes it as one argument."""
+
+    rows: int
+    cols: int
+    row_left: np.ndarray
+    row_right: np.ndarray
+    row_reward: np.ndarray
+    col_up: np.ndarray
+    col_down: np.ndarray
+    col_reward: np.ndarray
+    sym_perm: np.ndarray
+    sym_action: np.ndarray
+
+
+_EMPTY_U64 = np.zeros(0, np.uint64)
+_EMPTY_I64 = np.zeros(0, np.int64)
+
+
+@functools.cache
+def board_tables(rows: int, cols: int) -> BoardTables:
+    """Build (once per process and shape) the lookup tables of a packable ``rows x cols`` board."""
+    check_packable(rows, cols)
+    if cols <= MAX_TABLE_LINE:
+        row_left, row_right, row_reward = _build_line_tables(cols, 1)
+    else:
+        row_left, row_right, row_reward = _EMPTY_U64, _EMPTY_U64, _EMPTY_I64
+    if rows <= MAX_TABLE_LINE:
+        col_up, col_down, col_reward = _build_line_tables(rows, cols)
+    else:
+        col_up, col_down, col_reward = _EMPTY_U64, _EMPTY_U64, _EMPTY_I64
+    perm, act = symmetry_tables(rows, cols)
+    for arr in (row_left, row_right, row_reward, col_up, col_down, col_reward, perm, act):
+        arr.setflags(write=False)
+    return BoardTables(rows, cols, row_left, row_right, row_reward, col_up, col_down, col_reward, perm, act)

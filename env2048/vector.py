@@ -1,0 +1,180 @@
+"""Native batched 2048: every env's step in one parallel numba kernel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from .board import check_p4
+from .engine import INVALID_RAISE, RAND_BUFFER, needs_refill, onehot, vector_reset_kernel, vector_step_kernel
+from .env import (
+    IllegalActionError,
+    check_goal_tile,
+    check_invalid_action,
+    check_obs_mode,
+    observation_space_for,
+)
+from .render import render_ansi, render_rgb
+from .shape import ACTION_NAMES, check_shape, max_exponent
+
+
+class Game2048VectorEnv(VectorEnv):
+    """``num_envs`` independent games of 2048 stepped together (same rules and arguments as ``Game2048Env``).
+
+    * Autoreset mode ``NEXT_STEP``: the step after an env terminates resets it (its action is ignored,
+      reward 0, ``info["_afterstate"]`` False for it).
+    * Seeds: ``reset(seed=s)`` seeds env i with ``s + i`` (or pass a list of per-env seeds); env i then plays
+      exactly the game that ``Game2048Env`` plays after ``reset(seed=s + i)`` with the same actions.
+    * ``info``: the single-env keys as arrays over envs: ``action_mask bool[n, 4]``, ``score int64[n]``,
+      ``max_tile int64[n]``, ``age int64[n]``, ``moves int64[n]``, ``illegal_moves int64[n]``,
+      ``afterstate uint8[n, rows, cols]`` with its validity mask ``_afterstate bool[n]``.
+    * ``render_mode`` ``"ansi"`` or ``"rgb_array"`` renders every board (a list).
+    """
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4, "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        rows: int = 4,
+        cols: int = 4,
+        p4: float = 0.1,
+        goal_tile: int | None = None,
+        invalid_action: str = "noop",
+        obs_mode: str = "exponent",
+        render_mode: str | None = None,
+    ):
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        self.num_envs = int(num_envs)
+        self.rows, self.cols = check_shape(rows, cols)
+        self.p4 = check_p4(p4)
+        self._goal_exponent = check_goal_tile(goal_tile, self.rows, self.cols)
+        self._invalid_mode = check_invalid_action(invalid_action)
+        self.obs_mode = check_obs_mode(obs_mode)
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+        self.render_mode = render_mode
+        self.single_observation_space = observation_space_for(self.rows, self.cols, self.obs_mode)
+        self.single_action_space = spaces.Discrete(4)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self._channels = max_exponent(self.rows, self.cols) + 1
+
+        n, cells = self.num_envs, self.rows * self.cols
+        self._boards = np.zeros((n, cells), np.uint8)
+        self._rand = np.empty((n, RAND_BUFFER), np.float64)
+        self._pos = np.full(n, RAND_BUFFER, np.int64)
+        self._generators: list[np.random.Generator] | None = None
+        self._needs_reset = np.ones(n, bool)
+        self._score = np.zeros(n, np.int64)
+        self._moves = np.zeros(n, np.int64)
+        self._illegal = np.zeros(n, np.int64)
+        self._mask = np.zeros((n, 4), bool)
+        self._started = False
+
+    # -- randomness -----------------------------------------------------------------------------------------
+    def _seed(self, seed) -> None:
+        if seed is None:
+            seeds = [None] * self.num_envs
+        elif isinstance(seed, int | np.integer):
+            seeds = [int(seed) + i for i in range(self.num_envs)]
+        else:
+            seeds = list(seed)
+            if len(seeds) != self.num_envs:
+                raise ValueError(f"got {len(seeds)} seeds for {self.num_envs} envs")
+        self._generators = [seeding.np_random(s)[0] for s in seeds]
+        self._pos[:] = RAND_BUFFER
+
+    def _refill(self) -> None:
+        for i in np.flatnonzero(needs_refill(self._pos)):
+            self._rand[i] = self._generators[i].random(RAND_BUFFER)
+            self._pos[i] = 0
+
+    # -- API ------------------------------------------------------------------------------------------------
+    def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed if isinstance(seed, int | np.integer) else None)
+        if seed is not None or self._generators is None:
+            self._seed(seed)
+        self._refill()
+        n, cells = self.num_envs, self.rows * self.cols
+        obs = np.empty((n, cells), np.uint8)
+        mask = np.empty((n, 4), bool)
+        max_exp = np.empty(n, np.int64)
+        age = np.empty(n, np.int64)
+        vector_reset_kernel(
+            self._boards, self.rows, self.cols, self.p4, self._rand, self._pos,
+            self._score, self._moves, self._illegal, obs, mask, self._needs_reset, max_exp, age,
+        )  # fmt: skip
+        self._mask = mask
+        self._started = True
+        info = self._info(mask, max_exp, age)
+        return self._observe(obs), info
+
+    def step(self, actions):
+        if not self._started:
+            raise RuntimeError("call reset() before step()")
+        acts = np.asarray(actions)
+        if acts.shape != (self.num_envs,) or not np.issubdtype(acts.dtype, np.integer):
+            raise ValueError(f"actions must be an int array of shape ({self.num_envs},), got {acts.dtype} {acts.shape}")
+        if acts.min() < 0 or acts.max() > 3:
+            raise ValueError("actions must be 0..3 (UP, RIGHT, DOWN, LEFT)")
+        acts = acts.astype(np.int64, copy=False)
+        if self._invalid_mode == INVALID_RAISE:
+            bad = ~self._mask[np.arange(self.num_envs), acts] & ~self._needs_reset
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise IllegalActionError(f"env {i}: {ACTION_NAMES[acts[i]]} ({acts[i]}) is illegal there")
+        self._refill()
+        n, cells = self.num_envs, self.rows * self.cols
+        obs = np.empty((n, cells), np.uint8)
+        after = np.empty((n, cells), np.uint8)
+        mask = np.empty((n, 4), bool)
+        reward = np.empty(n, np.float64)
+        terminated = np.empty(n, bool)
+        after_valid = np.empty(n, bool)
+        max_exp = np.empty(n, np.int64)
+        age = np.empty(n, np.int64)
+        vector_step_kernel(
+            self._boards, acts, self.rows, self.cols, self.p4, self._rand, self._pos, self._goal_exponent,
+            self._invalid_mode, self._needs_reset, self._score, self._moves, self._illegal,
+            obs, after, mask, reward, terminated, after_valid, max_exp, age,
+        )  # fmt: skip
+        self._mask = mask
+        info = self._info(mask, max_exp, age)
+        info["afterstate"] = after.reshape(n, self.rows, self.cols)
+        info["_afterstate"] = after_valid
+        return self._observe(obs), reward, terminated, np.zeros(n, bool), info
+
+    def action_masks(self) -> np.ndarray:
+        """Legal actions of every env, ``bool[n, 4]``."""
+        return self._mask.copy()
+
+    def render(self):
+        boards = self._boards.reshape(self.num_envs, self.rows, self.cols)
+        if self.render_mode == "ansi":
+            return [render_ansi(b) for b in boards]
+        if self.render_mode == "rgb_array":
+            return [render_rgb(b) for b in boards]
+        return None
+
+    def _info(self, mask, max_exp, age) -> dict[str, np.ndarray]:
+        return {
+            "action_mask": mask.copy(),
+            "score": self._score.copy(),
+            "max_tile": np.left_shift(1, max_exp),
+            "age": age,
+            "moves": self._moves.copy(),
+            "illegal_moves": self._illegal.copy(),
+        }
+
+    def _observe(self, obs: np.ndarray) -> np.ndarray:
+        n = self.num_envs
+        if self.obs_mode == "exponent":
+            return obs.reshape(n, self.rows, self.cols)
+        return onehot(obs, self._channels).reshape(n, self._channels, self.rows, self.cols)

@@ -1,0 +1,1 @@
+"""solver package (see README)."""
