@@ -31,5 +31,8 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(PY) -m ruff format . && $(PY) -m ruff check --fix .
 
+# numba's on-disk caches live in __pycache__ and do not notice edits to a callee in another file: clear them
+# after changing a kernel.
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build *.egg-info
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -print | xargs rm -rf

@@ -1,21 +1,20 @@
 """Step and reset kernels shared by :class:`Game2048Env` and :class:`Game2048VectorEnv`.
 
-Randomness: each environment owns a buffer ``rand: float64[RAND_BUFFER]`` of uniforms drawn from its
-``np_random`` generator, and a cursor ``pos``.  A reset uses 4 uniforms (two spawns), a legal move 2, an
-illegal move none.  Before every reset or step the caller calls :func:`needs_refill`; when fewer than
-``RESERVE`` uniforms are left the whole buffer is redrawn.  Single and vector envs follow this same rule, so
-one seed gives the same game in both.
+Randomness: each environment owns a 64-bit generator state ``key`` drawn from its ``np_random`` when it is
+seeded.  Kernels advance it with SplitMix64 (:func:`next_uniform`) to get the uniforms a spawn needs (one for
+the cell, one for the tile), so the random numbers are made inside the parallel kernel with no Python
+round trip.  A reset draws 4 uniforms, a legal move 2, an illegal move none.  Single and vector envs share
+these kernels, so one seed gives the same game in both.
 """
 
 from __future__ import annotations
+
+import types
 
 import numba
 import numpy as np
 
 from .grid import grid_age, grid_max_exponent, legal_bits, move_inplace, spawn_inplace
-
-RAND_BUFFER = 256
-RESERVE = 4
 
 INVALID_NOOP = 0
 INVALID_TERMINATE = 1
@@ -23,99 +22,127 @@ INVALID_RAISE = 2
 INVALID_MODES = {"noop": INVALID_NOOP, "terminate": INVALID_TERMINATE, "raise": INVALID_RAISE}
 NO_GOAL = 255
 
+_GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_TO_UNIT = 1.0 / 9007199254740992.0  # 2**-53
 
-def needs_refill(pos) -> bool:
-    """True (elementwise for arrays) when the buffer has fewer than ``RESERVE`` uniforms left."""
-    return pos > RAND_BUFFER - RESERVE
 
-
-@numba.njit(cache=True, inline="always")
-def _reset_one(board, p4, rand, pos):
-    board[:] = 0
-    spawn_inplace(board, rand[pos], rand[pos + 1], p4)
-    spawn_inplace(board, rand[pos + 2], rand[pos + 3], p4)
-    return pos + 4
+def draw_key(generator: np.random.Generator) -> np.uint64:
+    """A fresh generator state for one env, drawn from its ``np_random``."""
+    return np.uint64(generator.integers(0, 2**64, dtype=np.uint64))
 
 
 @numba.njit(cache=True, inline="always")
-def _step_one(board, after, rows, cols, action, p4, rand, pos):
-    """Move, then spawn after a legal move.  ``after`` receives the afterstate.  Returns (reward, legal, pos)."""
-    after[:] = board
-    reward, legal = move_inplace(after, rows, cols, action)
+def next_uniform(key):
+    """SplitMix64 step: ``(new_key, u)`` with ``u`` uniform in [0, 1) on a 2**-53 grid."""
+    key = key + _GOLDEN_GAMMA
+    z = key
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    z = z ^ (z >> np.uint64(31))
+    return key, float(z >> np.uint64(11)) * _TO_UNIT
+
+
+@numba.njit(cache=True, inline="always")
+def _spawn(b, i, p4, key):
+    key, u_cell = next_uniform(key)
+    key, u_tile = next_uniform(key)
+    spawn_inplace(b, i, u_cell, u_tile, p4)
+    return key
+
+
+@numba.njit(cache=True, inline="always")
+def _reset_one(b, i, p4, key):
+    for c in range(b.shape[1]):
+        b[i, c] = 0
+    key = _spawn(b, i, p4, key)
+    return _spawn(b, i, p4, key)
+
+
+@numba.njit(cache=True, inline="always")
+def _step_one(b, after, i, rows, cols, action, p4, key, lines):
+    """Move board i, then spawn after a legal move; ``after[i]`` receives the afterstate.
+
+    Returns ``(reward, legal, key)``.
+    """
+    for c in range(b.shape[1]):
+        after[i, c] = b[i, c]
+    reward, legal = move_inplace(after, i, rows, cols, action, lines)
     if legal:
-        board[:] = after
-        spawn_inplace(board, rand[pos], rand[pos + 1], p4)
-        pos += 2
-    return reward, legal, pos
+        for c in range(b.shape[1]):
+            b[i, c] = after[i, c]
+        key = _spawn(b, i, p4, key)
+    return reward, legal, key
 
 
-@numba.njit(cache=True)
-def reset_kernel(board, rows, cols, p4, rand, pos):
-    """Single env reset: returns ``(obs uint8[rows, cols], mask bool[4], pos)``."""
-    pos = _reset_one(board, p4, rand, pos)
-    bits = legal_bits(board, rows, cols)
-    mask = np.empty(4, np.bool_)
+@numba.njit(cache=True, inline="always")
+def _write_mask(mask, i, bits):
     for a in range(4):
-        mask[a] = (bits >> a) & 1
-    return board.copy().reshape(rows, cols), mask, pos
+        mask[i, a] = (bits >> a) & 1
 
 
 @numba.njit(cache=True)
-def step_kernel(board, rows, cols, action, p4, rand, pos):
+def reset_kernel(board, rows, cols, p4, key):
+    """Single env reset.
+
+    ``board``: ``uint8[1, cells]`` and ``key``: ``uint64[1]``, updated in place.
+    Returns ``(obs uint8[rows, cols], mask bool[4])``.
+    """
+    key[0] = _reset_one(board, 0, p4, key[0])
+    mask = np.empty((1, 4), np.bool_)
+    _write_mask(mask, 0, legal_bits(board, 0, rows, cols))
+    return board.copy().reshape(rows, cols), mask[0]
+
+
+@numba.njit(cache=True)
+def step_kernel(board, rows, cols, action, p4, key, lines):
     """Single env step.
 
-    ``board``: ``uint8[cells]`` updated in place.  Returns ``(obs uint8[rows, cols], afterstate
-    uint8[rows, cols], mask bool[4], reward, legal, game_over, max_exponent, age, pos)``.
+    ``board``: ``uint8[1, cells]`` and ``key``: ``uint64[1]``, updated in place; ``lines``: the shape's
+    :func:`env2048.tables.line_tables_for`.  Returns ``(obs
+    uint8[rows, cols], afterstate uint8[rows, cols], mask bool[4], reward, legal, game_over, max_exponent,
+    age)``.
     """
     after = np.empty_like(board)
-    reward, legal, pos = _step_one(board, after, rows, cols, action, p4, rand, pos)
-    bits = legal_bits(board, rows, cols)
-    mask = np.empty(4, np.bool_)
-    for a in range(4):
-        mask[a] = (bits >> a) & 1
+    reward, legal, key[0] = _step_one(board, after, 0, rows, cols, action, p4, key[0], lines)
+    bits = legal_bits(board, 0, rows, cols)
+    mask = np.empty((1, 4), np.bool_)
+    _write_mask(mask, 0, bits)
     obs = board.copy().reshape(rows, cols)
-    return (
-        obs,
-        after.reshape(rows, cols),
-        mask,
-        reward,
-        legal,
-        bits == 0,
-        grid_max_exponent(board),
-        grid_age(board),
-        pos,
-    )
+    top = grid_max_exponent(board, 0)
+    return obs, after.reshape(rows, cols), mask[0], reward, legal, bits == 0, top, grid_age(board, 0)
 
 
-@numba.njit(cache=True, parallel=True)
-def vector_step_kernel(
-    boards, actions, rows, cols, p4, rand, pos, goal_exponent, invalid_mode, needs_reset,
-    score, moves, illegal, obs, after, mask, reward, terminated, after_valid, max_exp, age,
+def _vector_step(
+    boards, actions, rows, cols, p4, keys, goal_exponent, invalid_mode, needs_reset,
+    score, moves, illegal, obs, after, mask, reward, terminated, after_valid, max_exp, age, lines,
 ):  # fmt: skip
     """Step every env at once (NEXT_STEP autoreset), in place on the state arrays.
 
-    State (updated): ``boards uint8[n, cells]``, ``pos int64[n]``, ``needs_reset bool[n]``, ``score``,
+    State (updated): ``boards uint8[n, cells]``, ``keys uint64[n]``, ``needs_reset bool[n]``, ``score``,
     ``moves``, ``illegal`` (``int64[n]``).  Outputs (overwritten): ``obs uint8[n, cells]``,
     ``after uint8[n, cells]``, ``mask bool[n, 4]``, ``reward float64[n]``, ``terminated bool[n]``,
     ``after_valid bool[n]`` (False where the env was reset this step), ``max_exp int64[n]``, ``age int64[n]``.
+    ``lines``: :func:`env2048.tables.line_tables_for` of the shape.
     """
     n = boards.shape[0]
+    cells = boards.shape[1]
     for i in numba.prange(n):
-        board = boards[i]
+        done = False
         if needs_reset[i]:
-            pos[i] = _reset_one(board, p4, rand[i], pos[i])
+            keys[i] = _reset_one(boards, i, p4, keys[i])
             score[i] = 0
             moves[i] = 0
             illegal[i] = 0
-            after[i, :] = 0
+            for c in range(cells):
+                after[i, c] = 0
             after_valid[i] = False
             reward[i] = 0.0
-            done = False
         else:
-            r, legal, pos[i] = _step_one(board, after[i], rows, cols, actions[i], p4, rand[i], pos[i])
+            r, legal, keys[i] = _step_one(boards, after, i, rows, cols, actions[i], p4, keys[i], lines)
             after_valid[i] = True
             reward[i] = r
-            done = False
             if legal:
                 score[i] += r
                 moves[i] += 1
@@ -123,36 +150,57 @@ def vector_step_kernel(
                 illegal[i] += 1
                 if invalid_mode == INVALID_TERMINATE:
                     done = True
-        bits = legal_bits(board, rows, cols)
-        for a in range(4):
-            mask[i, a] = (bits >> a) & 1
-        top = grid_max_exponent(board)
+        bits = legal_bits(boards, i, rows, cols)
+        _write_mask(mask, i, bits)
+        top = 0
+        total = 0
+        for c in range(cells):
+            v = boards[i, c]
+            obs[i, c] = v
+            if v > top:
+                top = v
+            if v:
+                total += 1 << v
         if bits == 0 or top >= goal_exponent:
             done = True
         max_exp[i] = top
-        age[i] = grid_age(board)
+        age[i] = total
         terminated[i] = done
         needs_reset[i] = done
-        obs[i, :] = board
 
 
-@numba.njit(cache=True, parallel=True)
-def vector_reset_kernel(boards, rows, cols, p4, rand, pos, score, moves, illegal, obs, mask, needs_reset, max_exp, age):
-    """Reset every env (in place); fills ``obs`` and ``mask``."""
+def _vector_reset(boards, rows, cols, p4, keys, score, moves, illegal, obs, mask, needs_reset, max_exp, age):
+    """Reset every env (in place); fills ``obs``, ``mask``, ``max_exp`` and ``age``."""
     n = boards.shape[0]
     for i in numba.prange(n):
-        board = boards[i]
-        pos[i] = _reset_one(board, p4, rand[i], pos[i])
+        keys[i] = _reset_one(boards, i, p4, keys[i])
         score[i] = 0
         moves[i] = 0
         illegal[i] = 0
         needs_reset[i] = False
-        bits = legal_bits(board, rows, cols)
-        for a in range(4):
-            mask[i, a] = (bits >> a) & 1
-        max_exp[i] = grid_max_exponent(board)
-        age[i] = grid_age(board)
-        obs[i, :] = board
+        _write_mask(mask, i, legal_bits(boards, i, rows, cols))
+        max_exp[i] = grid_max_exponent(boards, i)
+        age[i] = grid_age(boards, i)
+        for c in range(boards.shape[1]):
+            obs[i, c] = boards[i, c]
+
+
+def _compile(fn, parallel: bool):
+    """Compile ``fn`` under its own name: numba's on-disk cache is keyed by qualname, and a serial and a
+    parallel build of one function would otherwise overwrite each other's cache entries."""
+    suffix = "_parallel" if parallel else "_serial"
+    clone = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + suffix, fn.__defaults__, fn.__closure__)
+    clone.__qualname__ = fn.__qualname__ + suffix
+    clone.__doc__ = fn.__doc__
+    return numba.njit(cache=True, parallel=parallel)(clone)
+
+
+# Thread start-up costs more than the work for a few envs: small batches use the serial compilation.
+PARALLEL_MIN_ENVS = 256
+vector_step_parallel = _compile(_vector_step, parallel=True)
+vector_step_serial = _compile(_vector_step, parallel=False)
+vector_reset_parallel = _compile(_vector_reset, parallel=True)
+vector_reset_serial = _compile(_vector_reset, parallel=False)
 
 
 @numba.njit(cache=True)

@@ -14,8 +14,7 @@ from .engine import (
     INVALID_RAISE,
     INVALID_TERMINATE,
     NO_GOAL,
-    RAND_BUFFER,
-    needs_refill,
+    draw_key,
     onehot,
     reset_kernel,
     step_kernel,
@@ -23,6 +22,7 @@ from .engine import (
 from .grid import grid_age, grid_max_exponent
 from .render import render_ansi, render_rgb
 from .shape import ACTION_NAMES, check_shape, max_exponent
+from .tables import line_tables_for
 
 OBS_MODES = ("exponent", "onehot")
 
@@ -137,9 +137,9 @@ class Game2048Env(gym.Env):
         self.observation_space = observation_space_for(self.rows, self.cols, self.obs_mode)
         self.action_space = spaces.Discrete(4)
         self._channels = max_exponent(self.rows, self.cols) + 1
-        self._board = np.zeros(self.rows * self.cols, np.uint8)  # flat exponents, the env's whole game state
-        self._rand = np.empty(RAND_BUFFER, np.float64)
-        self._pos = RAND_BUFFER
+        self._board = np.zeros((1, self.rows * self.cols), np.uint8)  # exponents: the env's whole game state
+        self._lines = line_tables_for(self.rows, self.cols)
+        self._key = np.zeros(1, np.uint64)  # generator state of the spawn stream, drawn from np_random when seeded
         self._mask = np.zeros(4, bool)
         self._started = False
         self._over = False
@@ -147,24 +147,19 @@ class Game2048Env(gym.Env):
         self._moves = 0
         self._illegal = 0
 
-    # -- randomness -----------------------------------------------------------------------------------------
-    def _refill(self) -> None:
-        self._rand = self.np_random.random(RAND_BUFFER)
-        self._pos = 0
-
     # -- API ------------------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        if seed is not None or needs_refill(self._pos):
-            self._refill()
-        obs, self._mask, self._pos = reset_kernel(self._board, self.rows, self.cols, self.p4, self._rand, self._pos)
+        if seed is not None or not self._started:
+            self._key[0] = draw_key(self.np_random)
+        obs, self._mask = reset_kernel(self._board, self.rows, self.cols, self.p4, self._key)
         self._started, self._over = True, False
         self._score = self._moves = self._illegal = 0
         info = {
             "action_mask": self._mask.copy(),
             "score": 0,
-            "max_tile": 1 << int(grid_max_exponent(self._board)),
-            "age": int(grid_age(self._board)),
+            "max_tile": 1 << int(grid_max_exponent(self._board, 0)),
+            "age": int(grid_age(self._board, 0)),
             "moves": 0,
             "illegal_moves": 0,
         }
@@ -184,10 +179,8 @@ class Game2048Env(gym.Env):
         if self._invalid_mode == INVALID_RAISE and not self._mask[a]:
             legal = [ACTION_NAMES[i] for i in range(4) if self._mask[i]]
             raise IllegalActionError(f"{ACTION_NAMES[a]} ({a}) is illegal here; legal moves: {legal}")
-        if needs_refill(self._pos):
-            self._refill()
-        obs, after, mask, reward, legal, game_over, max_exp, age, self._pos = step_kernel(
-            self._board, self.rows, self.cols, a, self.p4, self._rand, self._pos
+        obs, after, mask, reward, legal, game_over, max_exp, age = step_kernel(
+            self._board, self.rows, self.cols, a, self.p4, self._key, self._lines
         )
         self._mask = mask
         if legal:

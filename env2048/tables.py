@@ -31,6 +31,8 @@ from .shape import check_packable
 MAX_TABLE_LINE = 5
 #: Reward marker for a line whose move would create tile 2**16 (not representable in 4 bits).
 OVERFLOW = -1
+_EMPTY_U64 = np.zeros(0, np.uint64)
+_EMPTY_I64 = np.zeros(0, np.int64)
 
 
 @numba.njit(cache=True)
@@ -100,6 +102,27 @@ def _build_line_tables(length: int, stride_cells: int):
     return toward0, toward_end, reward
 
 
+@functools.cache
+def line_table(length: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(toward0: uint64[16**length], reward: int64[16**length])`` for one line length, or two empty arrays
+    when the line is longer than ``MAX_TABLE_LINE``.
+
+    ``toward0[code]`` is the line after sliding toward position 0 (codes written wall first); ``reward`` is
+    the merge reward or ``OVERFLOW``.  The exponent-array kernels of :mod:`env2048.grid` use these.
+    """
+    if length > MAX_TABLE_LINE:
+        return _EMPTY_U64, _EMPTY_I64
+    toward0, _, reward = _build_line_tables(length, 1)
+    toward0.setflags(write=False)
+    reward.setflags(write=False)
+    return toward0, reward
+
+
+def line_tables_for(rows: int, cols: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(row_toward0, row_reward, col_toward0, col_reward)`` for the exponent-array kernels of a shape."""
+    return (*line_table(cols), *line_table(rows))
+
+
 def _symmetry_maps(rows: int, cols: int) -> list:
     """The board's symmetry group as maps (r, c) -> (r', c') over unbounded integer coordinates."""
     maps = [
@@ -157,10 +180,6 @@ class BoardTables(NamedTuple):
     col_reward: np.ndarray
     sym_perm: np.ndarray
     sym_action: np.ndarray
-
-
-_EMPTY_U64 = np.zeros(0, np.uint64)
-_EMPTY_I64 = np.zeros(0, np.int64)
 
 
 @functools.cache

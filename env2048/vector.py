@@ -11,7 +11,16 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from .board import check_p4
-from .engine import INVALID_RAISE, RAND_BUFFER, needs_refill, onehot, vector_reset_kernel, vector_step_kernel
+from .engine import (
+    INVALID_RAISE,
+    PARALLEL_MIN_ENVS,
+    draw_key,
+    onehot,
+    vector_reset_parallel,
+    vector_reset_serial,
+    vector_step_parallel,
+    vector_step_serial,
+)
 from .env import (
     IllegalActionError,
     check_goal_tile,
@@ -21,6 +30,7 @@ from .env import (
 )
 from .render import render_ansi, render_rgb
 from .shape import ACTION_NAMES, check_shape, max_exponent
+from .tables import line_tables_for
 
 
 class Game2048VectorEnv(VectorEnv):
@@ -68,15 +78,18 @@ class Game2048VectorEnv(VectorEnv):
 
         n, cells = self.num_envs, self.rows * self.cols
         self._boards = np.zeros((n, cells), np.uint8)
-        self._rand = np.empty((n, RAND_BUFFER), np.float64)
-        self._pos = np.full(n, RAND_BUFFER, np.int64)
-        self._generators: list[np.random.Generator] | None = None
+        self._lines = line_tables_for(self.rows, self.cols)
+        self._keys = np.zeros(n, np.uint64)  # per-env spawn-stream state, drawn from each env's generator
+        self._seeded = False
         self._needs_reset = np.ones(n, bool)
         self._score = np.zeros(n, np.int64)
         self._moves = np.zeros(n, np.int64)
         self._illegal = np.zeros(n, np.int64)
         self._mask = np.zeros((n, 4), bool)
         self._started = False
+        parallel = self.num_envs >= PARALLEL_MIN_ENVS
+        self._step_kernel = vector_step_parallel if parallel else vector_step_serial
+        self._reset_kernel = vector_reset_parallel if parallel else vector_reset_serial
 
     # -- randomness -----------------------------------------------------------------------------------------
     def _seed(self, seed) -> None:
@@ -88,27 +101,21 @@ class Game2048VectorEnv(VectorEnv):
             seeds = list(seed)
             if len(seeds) != self.num_envs:
                 raise ValueError(f"got {len(seeds)} seeds for {self.num_envs} envs")
-        self._generators = [seeding.np_random(s)[0] for s in seeds]
-        self._pos[:] = RAND_BUFFER
-
-    def _refill(self) -> None:
-        for i in np.flatnonzero(needs_refill(self._pos)):
-            self._rand[i] = self._generators[i].random(RAND_BUFFER)
-            self._pos[i] = 0
+        self._keys[:] = [draw_key(seeding.np_random(s)[0]) for s in seeds]
+        self._seeded = True
 
     # -- API ------------------------------------------------------------------------------------------------
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed if isinstance(seed, int | np.integer) else None)
-        if seed is not None or self._generators is None:
+        if seed is not None or not self._seeded:
             self._seed(seed)
-        self._refill()
         n, cells = self.num_envs, self.rows * self.cols
         obs = np.empty((n, cells), np.uint8)
         mask = np.empty((n, 4), bool)
         max_exp = np.empty(n, np.int64)
         age = np.empty(n, np.int64)
-        vector_reset_kernel(
-            self._boards, self.rows, self.cols, self.p4, self._rand, self._pos,
+        self._reset_kernel(
+            self._boards, self.rows, self.cols, self.p4, self._keys,
             self._score, self._moves, self._illegal, obs, mask, self._needs_reset, max_exp, age,
         )  # fmt: skip
         self._mask = mask
@@ -130,7 +137,6 @@ class Game2048VectorEnv(VectorEnv):
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
                 raise IllegalActionError(f"env {i}: {ACTION_NAMES[acts[i]]} ({acts[i]}) is illegal there")
-        self._refill()
         n, cells = self.num_envs, self.rows * self.cols
         obs = np.empty((n, cells), np.uint8)
         after = np.empty((n, cells), np.uint8)
@@ -140,10 +146,10 @@ class Game2048VectorEnv(VectorEnv):
         after_valid = np.empty(n, bool)
         max_exp = np.empty(n, np.int64)
         age = np.empty(n, np.int64)
-        vector_step_kernel(
-            self._boards, acts, self.rows, self.cols, self.p4, self._rand, self._pos, self._goal_exponent,
+        self._step_kernel(
+            self._boards, acts, self.rows, self.cols, self.p4, self._keys, self._goal_exponent,
             self._invalid_mode, self._needs_reset, self._score, self._moves, self._illegal,
-            obs, after, mask, reward, terminated, after_valid, max_exp, age,
+            obs, after, mask, reward, terminated, after_valid, max_exp, age, self._lines,
         )  # fmt: skip
         self._mask = mask
         info = self._info(mask, max_exp, age)

@@ -85,9 +85,11 @@ def main(argv=None) -> list[Figure]:
     print(f"{'board':>5}  {'mode':<22} {'steps/s (median)':>18}   runs")
     for spec in args.boards.split(","):
         rows, cols = parse_board(spec)
+        direct = Game2048Env(rows, cols)
+        made = gym.make("Game2048-v0", rows=rows, cols=cols)
         cases = [
-            ("Game2048Env", lambda n, s: run_single(Game2048Env(rows, cols), n, s), 300_000 // scale),
-            ("gym.make", lambda n, s: run_single(gym.make("Game2048-v0", rows=rows, cols=cols), n, s), 300_000 // scale),
+            ("Game2048Env", lambda n, s, e=direct: run_single(e, n, s), 300_000 // scale),
+            ("gym.make", lambda n, s, e=made: run_single(e, n, s), 300_000 // scale),
         ]
         for num_envs, vsteps in ((1, 100_000), (64, 10_000), (4096, 500)):
             vec = Game2048VectorEnv(num_envs, rows, cols)
