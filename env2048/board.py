@@ -178,11 +178,25 @@ def _canonical(b, sym_perm):
     return best
 
 
+@numba.njit(cache=True, inline="always")
+def _canonical_fast(b, sym_bytes):
+    """Kernel: the same as :func:`_canonical` by byte-table lookups (``T.sym_bytes``); the solver's hot path."""
+    n_sym, n_bytes = sym_bytes.shape[0], sym_bytes.shape[1]
+    best = b
+    for s in range(1, n_sym):
+        t = np.uint64(0)
+        for k in range(n_bytes):
+            t |= sym_bytes[s, k, (b >> np.uint64(8 * k)) & np.uint64(255)]
+        if t < best:
+            best = t
+    return best
+
+
 @numba.njit(cache=True)
-def _canonical_many(boards, sym_perm):
+def _canonical_many(boards, sym_bytes):
     out = np.empty_like(boards)
     for i in range(boards.shape[0]):
-        out[i] = _canonical(boards[i], sym_perm)
+        out[i] = _canonical_fast(boards[i], sym_bytes)
     return out
 
 
@@ -341,7 +355,7 @@ def canonical(board, rows: int, cols: int):
     """Canonical form: minimum packed ID over the board's symmetries (8 if square, 4 otherwise)."""
     T = _tables(rows, cols)
     arr = np.asarray(board, dtype=np.uint64)
-    out = _canonical_many(arr.reshape(-1), T.sym_perm)
+    out = _canonical_many(arr.reshape(-1), T.sym_bytes)
     return np.uint64(out[0]) if arr.ndim == 0 else out
 
 

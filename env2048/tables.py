@@ -11,7 +11,9 @@ A *line code* packs one row or column, position 0 (the wall the tiles slide towa
 * ``row_reward``, ``col_reward``: ``int64``, merge reward of the line (same for both directions); -1 marks a
   line whose move would create 2**16, which the packed form cannot hold;
 * ``sym_perm``: ``int64[n_sym, cells]``, for symmetry s the source cell of each destination cell;
-* ``sym_action``: ``int64[n_sym, 4]``, action a on a board is action ``sym_action[s, a]`` on its image.
+* ``sym_action``: ``int64[n_sym, 4]``, action a on a board is action ``sym_action[s, a]`` on its image;
+* ``sym_bytes``: ``uint64[n_sym, n_bytes, 256]``, the image under symmetry s of byte k of an ID (cells 2k and
+  2k+1) with every other cell empty, so that an image is the OR of ``n_bytes = ceil(cells/2)`` lookups.
 
 Tables exist for lines of at most ``MAX_TABLE_LINE`` cells (16**5 entries); longer lines (the 2x6 .. 2x8
 boards and their transposes) are moved nibble by nibble with the same ``slide_line_code`` kernel that builds
@@ -167,6 +169,24 @@ def symmetry_tables(rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
     return perm, act
 
 
+def symmetry_byte_tables(sym_perm: np.ndarray) -> np.ndarray:
+    """``uint64[n_sym, ceil(cells/2), 256]``: image under each symmetry of each byte of an ID (see module doc)."""
+    n_sym, cells = sym_perm.shape
+    n_bytes = (cells + 1) // 2
+    dest_of = np.argsort(sym_perm, axis=1)  # dest_of[s, src] = destination cell of source cell src
+    values = np.arange(256, dtype=np.uint64)
+    out = np.zeros((n_sym, n_bytes, 256), np.uint64)
+    for s in range(n_sym):
+        for k in range(n_bytes):
+            for half in range(2):
+                src = 2 * k + half
+                if src >= cells:
+                    continue
+                nibble = (values >> np.uint64(4 * half)) & np.uint64(15)
+                out[s, k] |= nibble << np.uint64(4 * dest_of[s, src])
+    return out
+
+
 class BoardTables(NamedTuple):
     """Everything the packed kernels need for one shape; a plain tuple so numba takes it as one argument."""
 
@@ -180,6 +200,7 @@ class BoardTables(NamedTuple):
     col_reward: np.ndarray
     sym_perm: np.ndarray
     sym_action: np.ndarray
+    sym_bytes: np.ndarray
 
 
 @functools.cache
@@ -195,6 +216,7 @@ def board_tables(rows: int, cols: int) -> BoardTables:
     else:
         col_up, col_down, col_reward = _EMPTY_U64, _EMPTY_U64, _EMPTY_I64
     perm, act = symmetry_tables(rows, cols)
-    for arr in (row_left, row_right, row_reward, col_up, col_down, col_reward, perm, act):
+    sym_bytes = symmetry_byte_tables(perm)
+    for arr in (row_left, row_right, row_reward, col_up, col_down, col_reward, perm, act, sym_bytes):
         arr.setflags(write=False)
-    return BoardTables(rows, cols, row_left, row_right, row_reward, col_up, col_down, col_reward, perm, act)
+    return BoardTables(rows, cols, row_left, row_right, row_reward, col_up, col_down, col_reward, perm, act, sym_bytes)

@@ -1,0 +1,332 @@
+"""Numba kernels of the solver: expansion, spawning, sorted-run merging, lookup and the Bellman backups.
+
+Every ID here is a packed canonical ``uint64`` board (see :mod:`env2048.board`); every layer is a sorted array
+of unique IDs.  Parallel kernels split their input into contiguous chunks, one ``prange`` iteration each, and
+write only their own chunk's slice of the outputs, so results never depend on the number of threads.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from env2048.board import _canonical_fast, _move
+
+#: spawn model codes, in the order of :data:`solver.spec.SPAWN_MODELS`
+RANDOM, ADVERSARIAL, OPTIMISTIC, PESSIMISTIC = 0, 1, 2, 3
+#: relative tolerance under which two actions' values count as tied for "best"
+TIE_TOLERANCE = 1e-12
+
+
+@numba.njit(cache=True, inline="always")
+def _max_nibble(b, cells):
+    best = 0
+    for c in range(cells):
+        v = (b >> np.uint64(4 * c)) & np.uint64(15)
+        if v > best:
+            best = v
+    return best
+
+
+@numba.njit(cache=True)
+def chunk_bounds(n, n_chunks):
+    """``int64[n_chunks + 1]`` boundaries splitting ``range(n)`` into near-equal contiguous chunks."""
+    out = np.empty(n_chunks + 1, np.int64)
+    for k in range(n_chunks + 1):
+        out[k] = (n * k) // n_chunks
+    return out
+
+
+@numba.njit(cache=True, inline="always")
+def _sort_unique_inplace(buf, lo, hi):
+    """Sort ``buf[lo:hi]`` and compact its unique values to the front; returns their count."""
+    if hi <= lo:
+        return 0
+    seg = buf[lo:hi]
+    seg.sort()
+    k = 1
+    for j in range(1, hi - lo):
+        if seg[j] != seg[k - 1]:
+            seg[k] = seg[j]
+            k += 1
+    return k
+
+
+@numba.njit(cache=True, inline="always")
+def _merge_two(a, a_lo, a_n, b, b_lo, b_n, out, o_lo):
+    """Merge two sorted unique runs into ``out[o_lo:]`` without duplicates; returns the merged length."""
+    i = j = k = 0
+    while i < a_n and j < b_n:
+        x = a[a_lo + i]
+        y = b[b_lo + j]
+        if x < y:
+            out[o_lo + k] = x
+            i += 1
+        elif y < x:
+            out[o_lo + k] = y
+            j += 1
+        else:
+            out[o_lo + k] = x
+            i += 1
+            j += 1
+        k += 1
+    while i < a_n:
+        out[o_lo + k] = a[a_lo + i]
+        i += 1
+        k += 1
+    while j < b_n:
+        out[o_lo + k] = b[b_lo + j]
+        j += 1
+        k += 1
+    return k
+
+
+@numba.njit(cache=True, parallel=True)
+def merge_runs(buf, starts, counts):
+    """Union of sorted unique runs ``buf[starts[r] : starts[r] + counts[r]]`` (starts increasing, each run
+    within its own slot ``[starts[r], starts[r+1])``): a sorted unique ``uint64`` array.  Pairs of runs are
+    merged level by level, the pairs of one level in parallel; ``buf`` is overwritten."""
+    n_runs = starts.shape[0]
+    if n_runs == 0:
+        return np.empty(0, np.uint64)
+    src = buf
+    dst = np.empty_like(buf)
+    st = starts.copy()
+    cn = counts.copy()
+    while n_runs > 1:
+        half = (n_runs + 1) // 2
+        new_st = np.empty(half, np.int64)
+        new_cn = np.empty(half, np.int64)
+        for p in numba.prange(half):
+            a = 2 * p
+            if a + 1 < n_runs:
+                new_cn[p] = _merge_two(src, st[a], cn[a], src, st[a + 1], cn[a + 1], dst, st[a])
+            else:
+                for k in range(cn[a]):
+                    dst[st[a] + k] = src[st[a] + k]
+                new_cn[p] = cn[a]
+            new_st[p] = st[a]
+        src, dst = dst, src
+        st, cn, n_runs = new_st, new_cn, half
+    return src[st[0] : st[0] + cn[0]].copy()
+
+
+@numba.njit(cache=True, parallel=True)
+def expand_states(states, T, cells, win_exponent, n_chunks):
+    """States -> their afterstates.
+
+    ``states``: sorted unique canonical ``uint64[n]``.  Returns ``(buf, starts, counts, n_terminal)``: sorted
+    unique runs of canonical afterstates of legal moves (one run per chunk; feed them to :func:`merge_runs`)
+    and the number of terminal states (no legal move).  Afterstates holding a tile of exponent
+    ``>= win_exponent`` are wins and are left out.
+    """
+    n = states.shape[0]
+    sym_bytes = T.sym_bytes
+    bounds = chunk_bounds(n, n_chunks)
+    buf = np.empty(4 * n, np.uint64)
+    counts = np.zeros(n_chunks, np.int64)
+    terminal = np.zeros(n_chunks, np.int64)
+    for ch in numba.prange(n_chunks):
+        lo, hi = bounds[ch], bounds[ch + 1]
+        w = 4 * lo
+        dead = 0
+        for i in range(lo, hi):
+            s = states[i]
+            legal = False
+            for a in range(4):
+                after, _ = _move(s, a, T)
+                if after == s:
+                    continue
+                legal = True
+                if win_exponent <= 15 and _max_nibble(after, cells) >= win_exponent:
+                    continue
+                buf[w] = _canonical_fast(after, sym_bytes)
+                w += 1
+            if not legal:
+                dead += 1
+        counts[ch] = _sort_unique_inplace(buf, 4 * lo, w)
+        terminal[ch] = dead
+    return buf, 4 * bounds[:-1], counts, terminal.sum()
+
+
+@numba.njit(cache=True, parallel=True)
+def spawn_children(afterstates, sym_bytes, cells, with_two, with_four, n_chunks):
+    """Afterstates -> canonical spawned states: tile 2 children (age + 2) and tile 4 children (age + 4).
+
+    Returns ``(buf2, starts, counts2, buf4, counts4)``: per-chunk sorted unique runs for each child age (both
+    share ``starts``).  A tile is spawned only if ``with_two`` / ``with_four``.
+    """
+    n = afterstates.shape[0]
+    bounds = chunk_bounds(n, n_chunks)
+    buf2 = np.empty(cells * n if with_two else 0, np.uint64)
+    buf4 = np.empty(cells * n if with_four else 0, np.uint64)
+    counts2 = np.zeros(n_chunks, np.int64)
+    counts4 = np.zeros(n_chunks, np.int64)
+    for ch in numba.prange(n_chunks):
+        lo, hi = bounds[ch], bounds[ch + 1]
+        w2 = w4 = cells * lo
+        for i in range(lo, hi):
+            a = afterstates[i]
+            for c in range(cells):
+                shift = np.uint64(4 * c)
+                if (a >> shift) & np.uint64(15):
+                    continue
+                if with_two:
+                    buf2[w2] = _canonical_fast(a | (np.uint64(1) << shift), sym_bytes)
+                    w2 += 1
+                if with_four:
+                    buf4[w4] = _canonical_fast(a | (np.uint64(2) << shift), sym_bytes)
+                    w4 += 1
+        if with_two:
+            counts2[ch] = _sort_unique_inplace(buf2, cells * lo, w2)
+        if with_four:
+            counts4[ch] = _sort_unique_inplace(buf4, cells * lo, w4)
+    return buf2, cells * bounds[:-1], counts2, buf4, counts4
+
+
+@numba.njit(cache=True, inline="always")
+def find(ids, key):
+    """Index of ``key`` in sorted ``ids``, or -1."""
+    lo = 0
+    hi = ids.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if ids[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < ids.shape[0] and ids[lo] == key:
+        return lo
+    return -1
+
+
+@numba.njit(cache=True, parallel=True)
+def afterstate_values(afterstates, sym_bytes, cells, p4, model, ids2, vals2, ids4, vals4, n_chunks):
+    """Value of each afterstate from the values of its spawned children.
+
+    ``ids2, vals2``: sorted states of age + 2 with their values (the tile-2 children), ``ids4, vals4``: age + 4.
+    A tile whose probability is 0 (a 4 when p4 = 0, a 2 when p4 = 1) is not considered.
+    ``model``: RANDOM (expectation), ADVERSARIAL (minimum over cell and tile), OPTIMISTIC / PESSIMISTIC (tile
+    drawn with p4, best / worst cell).  Returns ``(values float64[n], missing)``: ``missing`` is -1, or the
+    index of an afterstate with a child absent from the next layers (a corrupt or mismatched layer).
+    """
+    n = afterstates.shape[0]
+    out = np.empty(n, np.float64)
+    missing = np.full(n_chunks, -1, np.int64)
+    bounds = chunk_bounds(n, n_chunks)
+    with_two = p4 < 1.0
+    with_four = p4 > 0.0
+    for ch in numba.prange(n_chunks):
+        for i in range(bounds[ch], bounds[ch + 1]):
+            a = afterstates[i]
+            empty = 0
+            sum2 = sum4 = 0.0
+            lo2 = lo4 = np.inf
+            hi2 = hi4 = -np.inf
+            for c in range(cells):
+                shift = np.uint64(4 * c)
+                if (a >> shift) & np.uint64(15):
+                    continue
+                empty += 1
+                if with_two:
+                    k = find(ids2, _canonical_fast(a | (np.uint64(1) << shift), sym_bytes))
+                    if k < 0:
+                        missing[ch] = i
+                        continue
+                    v = vals2[k]
+                    sum2 += v
+                    lo2 = min(lo2, v)
+                    hi2 = max(hi2, v)
+                if with_four:
+                    k = find(ids4, _canonical_fast(a | (np.uint64(2) << shift), sym_bytes))
+                    if k < 0:
+                        missing[ch] = i
+                        continue
+                    v = vals4[k]
+                    sum4 += v
+                    lo4 = min(lo4, v)
+                    hi4 = max(hi4, v)
+            if empty == 0:
+                missing[ch] = i  # an afterstate always has an empty cell; a full one means a corrupt layer
+                out[i] = np.nan
+                continue
+            if model == RANDOM:
+                v = 0.0
+                if with_two:
+                    v += (1.0 - p4) * sum2
+                if with_four:
+                    v += p4 * sum4
+                out[i] = v / empty
+            elif model == ADVERSARIAL:
+                out[i] = min(lo2, lo4)
+            else:
+                v = 0.0
+                if with_two:
+                    v += (1.0 - p4) * (hi2 if model == OPTIMISTIC else lo2)
+                if with_four:
+                    v += p4 * (hi4 if model == OPTIMISTIC else lo4)
+                out[i] = v
+    return out, missing.max()
+
+
+@numba.njit(cache=True, parallel=True)
+def state_values(states, T, cells, win_exponent, score_rewards, after_ids, after_vals, n_chunks):
+    """Bellman max over moves: ``V(s) = max_a r(s, a) + V(afterstate)``; terminal states 0.
+
+    ``score_rewards``: True for the score objective (r = merge reward), False for ``tile:K`` (r = 0, and a
+    move making a tile of exponent >= ``win_exponent`` is worth 1).  Returns ``(values float64[n], best
+    uint8[n], missing)``: ``best`` has bit a set for every action within ``TIE_TOLERANCE`` (relative) of the
+    maximum, 0 for terminal states; ``missing`` is -1 or the index of a state whose afterstate is absent.
+    """
+    n = states.shape[0]
+    sym_bytes = T.sym_bytes
+    values = np.empty(n, np.float64)
+    best = np.zeros(n, np.uint8)
+    missing = np.full(n_chunks, -1, np.int64)
+    bounds = chunk_bounds(n, n_chunks)
+    for ch in numba.prange(n_chunks):
+        q = np.empty(4, np.float64)
+        for i in range(bounds[ch], bounds[ch + 1]):
+            s = states[i]
+            top = -np.inf
+            for a in range(4):
+                after, reward = _move(s, a, T)
+                if after == s:
+                    q[a] = -np.inf
+                    continue
+                r = float(reward) if score_rewards else 0.0
+                if win_exponent <= 15 and _max_nibble(after, cells) >= win_exponent:
+                    q[a] = r + 1.0
+                else:
+                    k = find(after_ids, _canonical_fast(after, sym_bytes))
+                    if k < 0:
+                        missing[ch] = i
+                        q[a] = -np.inf
+                        continue
+                    q[a] = r + after_vals[k]
+                top = max(top, q[a])
+            if top == -np.inf:
+                values[i] = 0.0
+                continue
+            values[i] = top
+            tol = TIE_TOLERANCE * max(1.0, abs(top))
+            bits = 0
+            for a in range(4):
+                if q[a] >= top - tol:
+                    bits |= 1 << a
+            best[i] = bits
+    return values, best, missing.max()
+
+
+@numba.njit(cache=True)
+def ages_of(ids, cells):
+    """Age (sum of tile values) of each packed board: ``int64[n]``."""
+    out = np.empty(ids.shape[0], np.int64)
+    for i in range(ids.shape[0]):
+        total = 0
+        for c in range(cells):
+            v = (ids[i] >> np.uint64(4 * c)) & np.uint64(15)
+            if v:
+                total += 1 << v
+        out[i] = total
+    return out

@@ -1,0 +1,200 @@
+"""The one HDF5 schema of a solved table (documented in ``docs/table-format.md``): writing and reading it.
+
+Writers go through :func:`write_table`, readers through :class:`Table`.  Every dataset carries the SHA-256 of
+its raw little-endian bytes in its ``sha256`` attribute.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from env2048.tables import board_tables
+
+from .spec import SolveSpec
+from .workdir import AgeCount
+
+FORMAT_VERSION = 1
+#: Bump whenever a change could alter any stored number: work directories of other versions are refused.
+SOLVER_VERSION = "1.0"
+LAYER_DATASETS = ("states", "state_values", "best_actions", "afterstates", "afterstate_values")
+
+
+class TableError(ValueError):
+    """A table file that is missing, unreadable, truncated, of another format, or fails a checksum."""
+
+
+def sha256_of(array: np.ndarray) -> str:
+    data = np.ascontiguousarray(array)
+    if data.dtype.byteorder == ">":
+        data = data.byteswap().view(data.dtype.newbyteorder("<"))
+    return hashlib.sha256(data.view(np.uint8).reshape(-1)).hexdigest()
+
+
+def age_group(age: int) -> str:
+    return f"ages/{age:06d}"
+
+
+def board_text(grid: np.ndarray) -> str:
+    """``"2,0,0/0,2,0/0,0,0"``: tile values, rows separated by ``/``."""
+    return "/".join(",".join(str(1 << int(v)) if v else "0" for v in row) for row in grid)
+
+
+def _put(group: h5py.Group, name: str, data: np.ndarray) -> None:
+    ds = group.create_dataset(name, data=data)
+    ds.attrs["sha256"] = sha256_of(data)
+
+
+def write_table(
+    out: str | os.PathLike,
+    spec: SolveSpec,
+    counts: list[AgeCount],
+    load_layer: Callable[[int], dict[str, np.ndarray]],
+    start_ids: np.ndarray,
+    start_probs: np.ndarray,
+) -> dict:
+    """Write the table to ``out`` (through a temporary file renamed at the end); returns the root attributes.
+
+    ``load_layer(age)`` returns the five arrays of :data:`LAYER_DATASETS` for one age.
+    """
+    out = Path(out)
+    tmp = out.with_name(out.name + ".partial")
+    ages = np.array([c.age for c in counts], np.int64)
+    start_values = np.full(start_ids.size, np.nan)
+    start_ages = {}
+    for i, sid in enumerate(start_ids):
+        start_ages.setdefault(int(_age(sid, spec.cells)), []).append(i)
+    with h5py.File(tmp, "w") as f:
+        for c in counts:
+            layer = load_layer(c.age)
+            g = f.create_group(age_group(c.age))
+            g.attrs["age"] = c.age
+            g.attrs["terminal"] = c.terminal
+            for name in LAYER_DATASETS:
+                _put(g, name, layer[name])
+            for i in start_ages.get(c.age, []):
+                k = int(np.searchsorted(layer["states"], start_ids[i]))
+                if k >= layer["states"].size or layer["states"][k] != start_ids[i]:
+                    raise RuntimeError(f"start state {int(start_ids[i]):#x} is missing from its age layer")
+                start_values[i] = layer["state_values"][k]
+        index = f.create_group("index")
+        _put(index, "ages", ages)
+        _put(index, "states", np.array([c.states for c in counts], np.int64))
+        _put(index, "afterstates", np.array([c.afterstates for c in counts], np.int64))
+        _put(index, "terminal", np.array([c.terminal for c in counts], np.int64))
+        start = f.create_group("start")
+        _put(start, "ids", start_ids)
+        _put(start, "probs", start_probs)
+        _put(start, "values", start_values)
+        T = board_tables(spec.rows, spec.cols)
+        attrs = {
+            "format_version": FORMAT_VERSION,
+            "solver_version": SOLVER_VERSION,
+            "rows": spec.rows,
+            "cols": spec.cols,
+            "board": spec.board,
+            "objective": spec.objective,
+            "target_exponent": spec.target_exponent or 0,
+            "p4": spec.p4,
+            "spawn_model": spec.spawn,
+            "symmetry_group": "D4 (8 symmetries)" if spec.rows == spec.cols else "D2 (4 symmetries)",
+            "n_symmetries": int(T.sym_perm.shape[0]),
+            "states": int(sum(c.states for c in counts)),
+            "afterstates": int(sum(c.afterstates for c in counts)),
+            "terminal_states": int(sum(c.terminal for c in counts)),
+            "min_age": int(ages.min()) if ages.size else 0,
+            "max_age": int(ages.max()) if ages.size else 0,
+            "start_value": float(np.dot(start_probs, start_values)),
+        }
+        f.attrs.update(attrs)
+        f.attrs["complete"] = True
+    os.replace(tmp, out)
+    return attrs
+
+
+def _age(board_id, cells: int) -> int:
+    total = 0
+    for c in range(cells):
+        v = (int(board_id) >> (4 * c)) & 15
+        total += (1 << v) if v else 0
+    return total
+
+
+class Table:
+    """Read access to a solved table: ``Table(path)``; a context manager (closes the HDF5 file)."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        if not self.path.exists():
+            raise TableError(f"table file {self.path} does not exist")
+        try:
+            self.file = h5py.File(self.path, "r")
+        except OSError as exc:
+            raise TableError(f"{self.path} is not a readable HDF5 table (truncated or not HDF5?): {exc}") from None
+        attrs = self.file.attrs
+        if "format_version" not in attrs or not attrs.get("complete", False):
+            self.file.close()
+            raise TableError(f"{self.path} is not a complete Solved2048 table (no format_version / complete flag)")
+        if int(attrs["format_version"]) != FORMAT_VERSION:
+            self.file.close()
+            raise TableError(
+                f"{self.path} has table format {int(attrs['format_version'])}; this code reads format {FORMAT_VERSION}"
+            )
+        self.attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in attrs.items()}
+        self.spec = SolveSpec(
+            int(attrs["rows"]), int(attrs["cols"]), str(attrs["objective"]), float(attrs["p4"]),
+            str(attrs["spawn_model"]),
+        )  # fmt: skip
+        self.ages = self.file["index/ages"][...]
+
+    def __enter__(self) -> Table:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.file.close()
+
+    def counts(self) -> list[AgeCount]:
+        idx = self.file["index"]
+        return [
+            AgeCount(int(a), int(s), int(m), int(t))
+            for a, s, m, t in zip(idx["ages"][...], idx["states"][...], idx["afterstates"][...], idx["terminal"][...],
+                                  strict=True)
+        ]  # fmt: skip
+
+    def layer(self, age: int, names=LAYER_DATASETS) -> dict[str, np.ndarray]:
+        """The arrays of one age (empty arrays for an age with no states)."""
+        key = age_group(int(age))
+        if key not in self.file:
+            return {
+                "states": np.empty(0, np.uint64), "state_values": np.empty(0), "best_actions": np.empty(0, np.uint8),
+                "afterstates": np.empty(0, np.uint64), "afterstate_values": np.empty(0),
+            }  # fmt: skip
+        g = self.file[key]
+        return {name: g[name][...] for name in names}
+
+    def start(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(ids uint64[m], probs float64[m], values float64[m])`` of the canonical start states."""
+        g = self.file["start"]
+        return g["ids"][...], g["probs"][...], g["values"][...]
+
+    def datasets(self):
+        """Every dataset of the file as ``(name, h5py.Dataset)``."""
+        found = []
+        self.file.visititems(lambda name, obj: found.append((name, obj)) if isinstance(obj, h5py.Dataset) else None)
+        return found
+
+    def bad_checksums(self) -> list[str]:
+        """Names of the datasets whose bytes do not match their ``sha256`` attribute."""
+        bad = []
+        for name, ds in self.datasets():
+            if ds.attrs.get("sha256") != sha256_of(ds[...]):
+                bad.append(name)
+        return bad
