@@ -1,0 +1,160 @@
+"""Command line of the solver: ``python -m solver {build,info,enumerate,verify} ...``.
+
+Examples::
+
+    python -m solver build --board 3x3 --out tables/3x3.h5
+    python -m solver build --board 2x2 --objective tile:5 --out tables/2x2-32.h5
+    python -m solver info tables/3x3.h5 --json
+    python -m solver enumerate --board 4x3 --max-age 300 --json
+    python -m solver verify tables/3x3.h5 --samples 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from env2048 import board as B
+
+from .build import build, set_threads
+from .forward import run_forward
+from .spec import SPAWN_MODELS, SolveSpec
+from .store import Table, TableError, board_text
+from .verify import verify_table
+from .workdir import WorkDirMismatch
+
+
+def _add_spec_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--board", required=True, help="RxC, rows x columns (e.g. 3x3, 4x3); at most 16 cells")
+    p.add_argument("--objective", default="score", help="score (default) or tile:K (probability of making 2**K)")
+    p.add_argument("--p4", type=float, default=0.1, help="probability that a spawned tile is a 4 (default 0.1)")
+    p.add_argument("--spawn", default="random", choices=SPAWN_MODELS, help="spawn model (default random)")
+    p.add_argument("--threads", type=int, default=None, help="numba threads (default: all cores)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def _ages_json(counts) -> list[dict]:
+    return [{"age": c.age, "states": c.states, "afterstates": c.afterstates, "terminal": c.terminal} for c in counts]
+
+
+def cmd_build(args) -> int:
+    spec = SolveSpec.parse(args.board, args.objective, args.p4, args.spawn)
+    report = build(spec, args.out, args.work_dir, args.threads, progress=not args.quiet, keep_work=args.keep_work)
+    a = report.attrs
+    print(
+        f"{spec.describe()}: {a['states']:,} states, {a['afterstates']:,} afterstates "
+        f"({a['terminal_states']:,} terminal), start value {a['start_value']:.12g}\n"
+        f"forward {report.forward_s:.1f} s, backward {report.backward_s:.1f} s, write {report.write_s:.1f} s "
+        f"on {report.threads} threads -> {report.out}"
+    )
+    return 0
+
+
+def cmd_info(args) -> int:
+    with Table(args.file) as t:
+        a = t.attrs
+        ids, probs, values = t.start()
+        start_values = {
+            board_text(B.unpack(i, t.spec.rows, t.spec.cols)): float(v) for i, v in zip(ids, values, strict=True)
+        }
+        info = {
+            "board": a["board"],
+            "objective": a["objective"],
+            "p4": a["p4"],
+            "spawn": a["spawn_model"],
+            "states": a["states"],
+            "afterstates": a["afterstates"],
+            "terminal_states": a["terminal_states"],
+            "start_value": a["start_value"],
+            "start_values": start_values,
+            "ages": _ages_json(t.counts()),
+        }
+    if args.json:
+        print(json.dumps(info, indent=1))
+        return 0
+    print(f"{args.file}: {info['board']} {info['objective']} (spawn {info['spawn']}, p4={info['p4']:g})")
+    print(f"states {info['states']:,}  afterstates {info['afterstates']:,}  terminal {info['terminal_states']:,}")
+    print(f"ages {info['ages'][0]['age']}..{info['ages'][-1]['age']} ({len(info['ages'])} layers)")
+    print(f"start value {info['start_value']:.12g} (expectation over the random start)")
+    for board, v in start_values.items():
+        print(f"  {board:<24} {v:.12g}")
+    return 0
+
+
+def cmd_enumerate(args) -> int:
+    spec = SolveSpec.parse(args.board, args.objective, args.p4, args.spawn)
+    set_threads(args.threads)
+    counts = run_forward(spec, max_age=args.max_age, progress=not args.quiet)
+    info = {
+        "board": spec.board,
+        "objective": spec.objective,
+        "p4": spec.p4,
+        "max_age": args.max_age,
+        "states": sum(c.states for c in counts),
+        "afterstates": sum(c.afterstates for c in counts),
+        "terminal_states": sum(c.terminal for c in counts),
+        "ages": _ages_json(counts),
+    }
+    if args.json:
+        print(json.dumps(info, indent=1))
+    else:
+        print(f"{spec.describe()} up to age {args.max_age}: {info['states']:,} states, "
+              f"{info['afterstates']:,} afterstates, {info['terminal_states']:,} terminal")  # fmt: skip
+        for c in counts:
+            print(f"  age {c.age:>6}: {c.states:>14,} states {c.afterstates:>14,} afterstates")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    report = verify_table(args.file, samples=args.samples, seed=args.seed, progress=not args.quiet)
+    print(f"checksums: {'ok' if not report.bad_checksums else 'MISMATCH in ' + ', '.join(report.bad_checksums)}")
+    print(f"layers: {'ok' if not report.layer_errors else str(len(report.layer_errors)) + ' errors'}")
+    print(f"values: {report.checked_states} states and {report.checked_afterstates} afterstates re-derived, "
+          f"max residual {report.max_residual:.3g}, {len(report.value_errors)} errors")  # fmt: skip
+    for line in (report.layer_errors + report.value_errors)[:20]:
+        print("  " + line)
+    print("OK" if report.ok else "FAILED")
+    return 0 if report.ok else 1
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m solver", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("build", help="strongly solve a board into an HDF5 table (resumable)")
+    _add_spec_args(p)
+    p.add_argument("--out", required=True, help="table file to write (HDF5)")
+    p.add_argument("--work-dir", default=None, help="where finished ages are kept (default OUT.work)")
+    p.add_argument("--keep-work", action="store_true", help="keep the work directory after success")
+    p.set_defaults(fn=cmd_build)
+
+    p = sub.add_parser("info", help="totals, start values and per-age counts of a table")
+    p.add_argument("file")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_info)
+
+    p = sub.add_parser("enumerate", help="forward pass only (counts, no values) up to an age")
+    _add_spec_args(p)
+    p.add_argument("--max-age", type=int, default=None, help="last age to enumerate, inclusive (default: all)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_enumerate)
+
+    p = sub.add_parser("verify", help="checksums and Bellman residuals of sampled states")
+    p.add_argument("file")
+    p.add_argument("--samples", type=int, default=1000, help="states + afterstates to re-derive (default 1000)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(fn=cmd_verify)
+
+    args = parser.parse_args(argv)
+    try:
+        return args.fn(args)
+    except (ValueError, TableError, WorkDirMismatch, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""``verify``: checksums, layer invariants and Bellman residuals of a table, re-derived with the public game API.
+
+The residual check recomputes sampled values from their successors with :mod:`env2048.board` (``move``,
+``spawn_outcomes``, ``canonical``) in plain Python, independently of the solver's numba kernels.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from env2048 import board as B
+
+from .kernels import TIE_TOLERANCE
+from .store import Table, board_text
+
+#: A recomputed value may differ from the stored one by this much, relative to max(1, |value|).
+RESIDUAL_TOLERANCE = 1e-9
+
+
+@dataclass
+class VerifyReport:
+    bad_checksums: list[str] = field(default_factory=list)
+    layer_errors: list[str] = field(default_factory=list)
+    value_errors: list[str] = field(default_factory=list)
+    checked_states: int = 0
+    checked_afterstates: int = 0
+    max_residual: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not (self.bad_checksums or self.layer_errors or self.value_errors)
+
+
+def _aggregate(spawn: str, p4: float, v2: list[float], v4: list[float]) -> float:
+    if spawn == "random":
+        n = max(len(v2), len(v4))
+        return ((1 - p4) * sum(v2) + p4 * sum(v4)) / n
+    if spawn == "adversarial":
+        return min(v2 + v4)
+    pick = max if spawn == "optimistic" else min
+    return (1 - p4) * (pick(v2) if v2 else 0.0) + p4 * (pick(v4) if v4 else 0.0)
+
+
+def verify_table(path, samples: int = 1000, seed: int = 0, progress: bool = True) -> VerifyReport:
+    report = VerifyReport()
+    with Table(path) as table:
+        spec = table.spec
+        rows, cols = spec.rows, spec.cols
+        report.bad_checksums = table.bad_checksums()
+
+        @functools.lru_cache(maxsize=8)
+        def layer(age: int):
+            return table.layer(age)
+
+        def lookup(ids: np.ndarray, values: np.ndarray, key, what: str) -> float:
+            k = int(np.searchsorted(ids, key))
+            if k >= ids.size or ids[k] != key:
+                raise KeyError(f"{what} {int(key):#x} is not in its layer")
+            return float(values[k])
+
+        counts = table.counts()
+        for c in counts:
+            lay = table.layer(c.age, names=("states", "afterstates"))
+            for name in ("states", "afterstates"):
+                ids = lay[name]
+                if ids.size != getattr(c, name):
+                    report.layer_errors.append(f"age {c.age}: {ids.size} {name}, index says {getattr(c, name)}")
+                if ids.size > 1 and not np.all(ids[1:] > ids[:-1]):
+                    report.layer_errors.append(f"age {c.age}: {name} are not sorted and unique")
+                if ids.size and np.any(B.canonical(ids, rows, cols) != ids):
+                    report.layer_errors.append(f"age {c.age}: some {name} are not canonical")
+
+        rng = np.random.default_rng(seed)
+        ages = np.array([c.age for c in counts])
+        sizes = np.array([c.states + c.afterstates for c in counts], float)
+        picks = rng.choice(ages.size, size=samples, p=sizes / sizes.sum()) if samples and sizes.sum() else []
+        win = spec.win_exponent
+        score = spec.objective == "score"
+        for pick in tqdm(sorted(picks), desc="verify", disable=not progress, unit=" samples"):
+            c = counts[int(pick)]
+            lay = layer(c.age)
+            as_state = rng.random() < c.states / (c.states + c.afterstates)
+            try:
+                if as_state:
+                    i = int(rng.integers(c.states))
+                    s = lay["states"][i]
+                    qs = []
+                    for a in range(4):
+                        after, reward = B.move(s, a, rows, cols)
+                        if after == s:
+                            qs.append(None)
+                            continue
+                        r = float(reward) if score else 0.0
+                        if B.max_exponent_of(after, rows, cols) >= win:
+                            qs.append(r + 1.0)
+                        else:
+                            ca = B.canonical(after, rows, cols)
+                            qs.append(r + lookup(lay["afterstates"], lay["afterstate_values"], ca, "afterstate"))
+                    legal = [q for q in qs if q is not None]
+                    expected = max(legal) if legal else 0.0
+                    got = float(lay["state_values"][i])
+                    report.checked_states += 1
+                    best_bits = int(lay["best_actions"][i])
+                    if legal:
+                        tol = TIE_TOLERANCE * max(1.0, abs(expected))
+                        for a, q in enumerate(qs):
+                            if q is not None and q >= expected - tol and not (best_bits >> a) & 1:
+                                report.value_errors.append(f"state {int(s):#x}: optimal action {a} not in best_actions")
+                            if (best_bits >> a) & 1 and (q is None or q < expected - tol):
+                                report.value_errors.append(f"state {int(s):#x}: action {a} marked best but is not")
+                    what = f"state {int(s):#x} (age {c.age})"
+                else:
+                    i = int(rng.integers(c.afterstates))
+                    after = lay["afterstates"][i]
+                    v2, v4 = [], []
+                    children, _ = B.spawn_outcomes(after, rows, cols, spec.p4)
+                    for child in children:
+                        tile = B.max_exponent_of(child ^ after, rows, cols)
+                        if (tile == 1 and not spec.spawns_two) or (tile == 2 and not spec.spawns_four):
+                            continue
+                        nxt = layer(c.age + (2 if tile == 1 else 4))
+                        v = lookup(nxt["states"], nxt["state_values"], B.canonical(child, rows, cols), "state")
+                        (v2 if tile == 1 else v4).append(v)
+                    expected = _aggregate(spec.spawn, spec.p4, v2, v4)
+                    got = float(lay["afterstate_values"][i])
+                    report.checked_afterstates += 1
+                    what = f"afterstate {int(after):#x} (age {c.age})"
+            except KeyError as exc:
+                report.value_errors.append(str(exc))
+                continue
+            residual = abs(expected - got)
+            report.max_residual = max(report.max_residual, residual)
+            if residual > RESIDUAL_TOLERANCE * max(1.0, abs(expected)):
+                report.value_errors.append(f"{what}: stored {got!r}, recomputed {expected!r}")
+
+        ids, probs, values = table.start()
+        for sid, v in zip(ids, values, strict=True):
+            lay = layer(B.age(sid, rows, cols))
+            try:
+                stored = lookup(lay["states"], lay["state_values"], sid, "start state")
+            except KeyError as exc:
+                report.value_errors.append(str(exc))
+                continue
+            if stored != v:
+                grid = board_text(B.unpack(sid, rows, cols))
+                report.value_errors.append(f"start {grid}: value {v!r} differs from its layer's {stored!r}")
+        if abs(float(np.dot(probs, values)) - float(table.attrs["start_value"])) > 1e-9:
+            report.value_errors.append("start_value is not the probability-weighted sum of the start values")
+    return report

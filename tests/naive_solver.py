@@ -1,0 +1,98 @@
+"""An independent slow solver: plain memoised recursion over the full game (no ages, no canonical forms).
+
+Built only on the reference rules of ``naive.py``; it shares no code with the project's solver.  Boards are
+tuples of row tuples of exponents.  Feasible for 2x2 and 2x3 (about 10**5 boards).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+import naive
+
+
+class NaiveSolver:
+    def __init__(self, rows: int, cols: int, objective: str = "score", p4: float = 0.1, spawn: str = "random"):
+        self.rows, self.cols, self.p4, self.spawn = rows, cols, p4, spawn
+        self.target = None if objective == "score" else int(objective.split(":")[1])
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
+        self.state_value = functools.cache(self._state_value)
+        self.afterstate_value = functools.cache(self._afterstate_value)
+
+    def tiles(self) -> list[tuple[int, float]]:
+        return [(e, p) for e, p in ((1, 1 - self.p4), (2, self.p4)) if p > 0]
+
+    def wins(self, grid) -> bool:
+        return self.target is not None and max(max(row) for row in grid) >= self.target
+
+    def q_values(self, board) -> list[float | None]:
+        """Reward + afterstate value per action, None for an illegal move."""
+        grid = [list(row) for row in board]
+        out = []
+        for action in range(4):
+            after, reward = naive.move(grid, action)
+            if after == grid:
+                out.append(None)
+                continue
+            r = reward if self.target is None else 0.0
+            value = 1.0 if self.wins(after) else self.afterstate_value(tuple(map(tuple, after)))
+            out.append(r + value)
+        return out
+
+    def _state_value(self, board) -> float:
+        legal = [q for q in self.q_values(board) if q is not None]
+        return max(legal) if legal else 0.0
+
+    def _afterstate_value(self, board) -> float:
+        grid = [list(row) for row in board]
+        empties = naive.empty_cells(grid)
+        by_tile = {}
+        for exponent, _ in self.tiles():
+            values = []
+            for r, c in empties:
+                child = [row[:] for row in grid]
+                child[r][c] = exponent
+                values.append(self.state_value(tuple(map(tuple, child))))
+            by_tile[exponent] = values
+        probs = dict(self.tiles())
+        if self.spawn == "random":
+            return sum(probs[e] * sum(v) for e, v in by_tile.items()) / len(empties)
+        if self.spawn == "adversarial":
+            return min(min(v) for v in by_tile.values())
+        pick = max if self.spawn == "optimistic" else min
+        return sum(probs[e] * pick(v) for e, v in by_tile.items())
+
+    def start_value(self) -> float:
+        dist = naive.start_distribution(self.rows, self.cols, self.p4)
+        return sum(p * self.state_value(tuple(map(tuple, naive.unpack(k, self.rows, self.cols))))
+                   for k, p in dist.items() if p > 0)  # fmt: skip
+
+    def reachable(self) -> tuple[set[int], set[int], int]:
+        """``(canonical states, canonical afterstates, terminal count)`` reachable from the start, by search
+        over raw boards; win afterstates are not expanded."""
+        dist = naive.start_distribution(self.rows, self.cols, self.p4)
+        todo = [naive.unpack(k, self.rows, self.cols) for k, p in dist.items() if p > 0]
+        seen = {naive.pack(g) for g in todo}
+        states, afterstates = set(), set()
+        while todo:
+            grid = todo.pop()
+            states.add(naive.canonical(grid))
+            for action in range(4):
+                after, _ = naive.move(grid, action)
+                if after == grid:
+                    continue
+                if self.wins(after):
+                    continue
+                afterstates.add(naive.canonical(after))
+                for exponent, _ in self.tiles():
+                    for r, c in naive.empty_cells(after):
+                        child = [row[:] for row in after]
+                        child[r][c] = exponent
+                        key = naive.pack(child)
+                        if key not in seen:
+                            seen.add(key)
+                            todo.append(child)
+        terminal_canonical = len({naive.canonical(naive.unpack(k, self.rows, self.cols)) for k in seen
+                                  if not any(naive.legal(naive.unpack(k, self.rows, self.cols)))})  # fmt: skip
+        return states, afterstates, terminal_canonical

@@ -1,0 +1,284 @@
+"""Solver: agreement with an independent slow solver, published figures, resume, threads, verify, CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+import pytest
+
+from env2048 import board as B
+from solver.__main__ import main as solver_main
+from solver.build import build
+from solver.forward import run_forward
+from solver.spec import SolveSpec
+from solver.store import Table
+from solver.verify import verify_table
+from solver.workdir import WorkDir
+
+import naive
+from naive_solver import NaiveSolver
+
+CASES = [
+    ("2x2", "score", "random"),
+    ("2x2", "tile:5", "random"),
+    ("2x2", "score", "adversarial"),
+    ("2x2", "score", "optimistic"),
+    ("2x2", "score", "pessimistic"),
+    ("2x3", "score", "random"),
+    ("2x3", "tile:6", "random"),
+    ("2x3", "score", "adversarial"),
+    ("2x3", "tile:5", "adversarial"),
+    ("3x2", "score", "optimistic"),
+]
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tables")
+    out = {}
+    for board, objective, spawn in CASES:
+        path = root / f"{board}-{objective.replace(':', '')}-{spawn}.h5"
+        build(SolveSpec.parse(board, objective, 0.1, spawn), path, progress=False)
+        out[board, objective, spawn] = path
+    return out
+
+
+def grid_of(board_id, rows, cols):
+    return tuple(map(tuple, naive.unpack(int(board_id), rows, cols)))
+
+
+@pytest.mark.parametrize("case", CASES, ids=["-".join(c) for c in CASES])
+def test_every_value_matches_the_independent_solver(tables, case):
+    board, objective, spawn = case
+    spec = SolveSpec.parse(board, objective, 0.1, spawn)
+    ref = NaiveSolver(spec.rows, spec.cols, objective, 0.1, spawn)
+    with Table(tables[case]) as t:
+        n_states = n_after = 0
+        for c in t.counts():
+            layer = t.layer(c.age)
+            for sid, v in zip(layer["states"], layer["state_values"], strict=True):
+                assert v == pytest.approx(ref.state_value(grid_of(sid, spec.rows, spec.cols)), abs=1e-9, rel=1e-12)
+            for aid, v in zip(layer["afterstates"], layer["afterstate_values"], strict=True):
+                assert v == pytest.approx(ref.afterstate_value(grid_of(aid, spec.rows, spec.cols)), abs=1e-9)
+            n_states += c.states
+            n_after += c.afterstates
+        assert t.attrs["start_value"] == pytest.approx(ref.start_value(), abs=1e-9)
+        states, afterstates, terminal = ref.reachable()
+        assert (n_states, n_after, t.attrs["terminal_states"]) == (len(states), len(afterstates), terminal)
+
+
+@pytest.mark.parametrize("case", [("2x3", "score", "random"), ("2x3", "tile:6", "random")])
+def test_best_actions_are_the_reference_argmax(tables, case):
+    board, objective, spawn = case
+    spec = SolveSpec.parse(board, objective)
+    ref = NaiveSolver(spec.rows, spec.cols, objective)
+    with Table(tables[case]) as t:
+        for c in t.counts():
+            layer = t.layer(c.age)
+            for sid, bits in zip(layer["states"], layer["best_actions"], strict=True):
+                q = ref.q_values(grid_of(sid, spec.rows, spec.cols))
+                legal = [x for x in q if x is not None]
+                want = 0
+                if legal:
+                    top = max(legal)
+                    want = sum(1 << a for a, x in enumerate(q) if x is not None and x >= top - 1e-9 * max(1, top))
+                assert int(bits) == want
+
+
+def test_symmetric_boards_have_equal_values():
+    ref = NaiveSolver(2, 3)
+    rng = np.random.default_rng(1)
+    states, _, _ = ref.reachable()
+    for sid in rng.choice(sorted(states), 200):
+        grid = naive.unpack(int(sid), 2, 3)
+        values = {round(ref.state_value(tuple(map(tuple, g))), 9) for g in naive.symmetries(grid)}
+        assert len(values) == 1
+
+
+# -- published figures (../shared/REFERENCE.md) ---------------------------------------------------------------
+
+
+def test_2x2_win_probabilities_match_lees_miller(tmp_path):
+    for k, published in ((4, 0.96251125), (5, 0.082887289)):
+        attrs = build(SolveSpec.parse("2x2", f"tile:{k}"), tmp_path / f"{k}.h5", progress=False).attrs
+        assert attrs["start_value"] == pytest.approx(published, abs=5e-9)
+    # Seed 002's table for 2x2 to 32 has 59 states: the non-terminal states without 32, plus one win and one lose.
+    assert attrs["states"] - attrs["terminal_states"] + 2 == 59
+
+
+def test_4x3_first_ages_match_published_counts():
+    counts = run_forward(SolveSpec.parse("4x3"), max_age=22, progress=False)
+    assert [c.age for c in counts] == list(range(4, 24, 2))
+    assert [c.states for c in counts] == [22, 72, 172, 366, 739, 1337, 2307, 3812, 6186, 9574]
+
+
+@pytest.mark.slow
+def test_3x3_full_game_counts_match_published():
+    counts = run_forward(SolveSpec.parse("3x3"), progress=False)
+    totals = [sum(getattr(c, f) for c in counts) for f in ("states", "afterstates", "terminal")]
+    assert totals == [48_713_519, 31_431_374, 7_388_502]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("k", "published", "nonterminal"), [(9, 0.73677417702316, 12_789_511),
+                                                             (10, 0.011337880082527, 25_179_012)])  # fmt: skip
+def test_3x3_win_probabilities_match_published(tmp_path, k, published, nonterminal):
+    attrs = build(SolveSpec.parse("3x3", f"tile:{k}"), tmp_path / "t.h5", progress=False).attrs
+    assert attrs["start_value"] == pytest.approx(published, abs=1e-12)
+    assert attrs["states"] - attrs["terminal_states"] == nonterminal
+
+
+# -- build mechanics -------------------------------------------------------------------------------------------
+
+
+def checksums(path) -> dict[str, str]:
+    with Table(path) as t:
+        return {name: ds.attrs["sha256"] for name, ds in t.datasets()}
+
+
+def test_result_does_not_depend_on_threads(tmp_path):
+    spec = SolveSpec.parse("2x3")
+    build(spec, tmp_path / "one.h5", threads=1, progress=False)
+    build(spec, tmp_path / "two.h5", threads=2, progress=False)
+    assert checksums(tmp_path / "one.h5") == checksums(tmp_path / "two.h5")
+
+
+class Interrupt(Exception):
+    pass
+
+
+@pytest.mark.parametrize("stage", ["forward", "backward"])
+def test_interrupted_build_resumes_to_identical_datasets(tmp_path, monkeypatch, stage):
+    spec = SolveSpec.parse("2x3")
+    build(spec, tmp_path / "clean.h5", progress=False)
+    method = "record_forward" if stage == "forward" else "record_backward"
+    original = getattr(WorkDir, method)
+    calls = []
+
+    def interrupted(self, *args):
+        calls.append(1)
+        if len(calls) == 40:
+            raise Interrupt  # as if Ctrl-C arrived after 39 finished ages
+        return original(self, *args)
+
+    monkeypatch.setattr(WorkDir, method, interrupted)
+    with pytest.raises(Interrupt):
+        build(spec, tmp_path / "resumed.h5", progress=False)
+    assert not (tmp_path / "resumed.h5").exists()
+    manifest = json.loads((tmp_path / "resumed.h5.work" / "manifest.json").read_text())
+    assert len(manifest["forward" if stage == "forward" else "backward_done"]) == 39
+    monkeypatch.setattr(WorkDir, method, original)
+    build(spec, tmp_path / "resumed.h5", progress=False)
+    assert checksums(tmp_path / "resumed.h5") == checksums(tmp_path / "clean.h5")
+    assert not (tmp_path / "resumed.h5.work").exists()
+
+
+def test_kill_9_then_rerun_resumes(tmp_path):
+    """A real ``kill -9`` in the middle of a 2x4 build, then the same command again."""
+    out = tmp_path / "t.h5"
+    cmd = [sys.executable, "-m", "solver", "build", "--board", "2x4", "--out", str(out), "--quiet"]
+    manifest = tmp_path / "t.h5.work" / "manifest.json"
+    proc = subprocess.Popen(cmd, cwd=os.path.dirname(os.path.dirname(__file__)))
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if manifest.exists() and len(json.loads(manifest.read_text())["forward"]) >= 60:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = len(json.loads(manifest.read_text())["forward"])
+    assert done >= 60 and not out.exists()
+    subprocess.run(cmd, check=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+    build(SolveSpec.parse("2x4"), tmp_path / "clean.h5", progress=False)
+    assert checksums(out) == checksums(tmp_path / "clean.h5")
+
+
+def test_work_dir_of_another_solve_is_refused(tmp_path):
+    work = tmp_path / "w"
+    WorkDir(work, SolveSpec.parse("2x2"), "1.0")
+    with pytest.raises(RuntimeError, match="different solve"):
+        build(SolveSpec.parse("2x3"), tmp_path / "t.h5", work_dir=work, progress=False)
+
+
+# -- verify and info -------------------------------------------------------------------------------------------
+
+
+def test_verify_passes_then_catches_a_changed_value(tables, tmp_path, capsys):
+    src = tables["2x3", "score", "random"]
+    assert verify_table(src, samples=300, progress=False).ok
+    bad = tmp_path / "bad.h5"
+    bad.write_bytes(src.read_bytes())
+    with h5py.File(bad, "r+") as f:
+        name = sorted(f["ages"])[10]
+        f[f"ages/{name}/state_values"][0] += 1.0
+    report = verify_table(bad, samples=50, progress=False)
+    assert not report.ok and report.bad_checksums == [f"ages/{name}/state_values"]
+    assert solver_main(["verify", str(bad), "--quiet", "--samples", "10"]) == 1
+
+
+def test_verify_recomputes_values(tables, tmp_path):
+    """A value changed together with its checksum is still caught by the Bellman residuals."""
+    src = tables["2x2", "score", "random"]
+    bad = tmp_path / "bad.h5"
+    bad.write_bytes(src.read_bytes())
+    from solver.store import sha256_of
+
+    with h5py.File(bad, "r+") as f:
+        for name in f["ages"]:
+            ds = f[f"ages/{name}/afterstate_values"]
+            if ds.shape[0]:
+                values = ds[...] + 0.5
+                ds[...] = values
+                ds.attrs["sha256"] = sha256_of(values)
+    report = verify_table(bad, samples=400, progress=False)
+    assert not report.bad_checksums and report.value_errors
+
+
+def test_info_json_shape(tables, capsys):
+    path = tables["2x2", "score", "random"]
+    assert solver_main(["info", str(path), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert {"board", "objective", "states", "afterstates", "start_value", "start_values", "ages"} <= set(info)
+    assert info["board"] == "2x2" and info["objective"] == "score"
+    assert sum(a["states"] for a in info["ages"]) == info["states"]
+    ids, probs = B.start_states(2, 2, 0.1, canonical_only=True)
+    assert len(info["start_values"]) == len(ids)
+    expected = sum(p * info["start_values"][k] for p, k in zip(probs, info["start_values"], strict=True))
+    assert info["start_value"] == pytest.approx(expected)
+
+
+def test_enumerate_json_matches_build(tables, capsys):
+    assert solver_main(["enumerate", "--board", "2x3", "--json", "--quiet"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    with Table(tables["2x3", "score", "random"]) as t:
+        assert info["states"] == t.attrs["states"] and info["afterstates"] == t.attrs["afterstates"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["build", "--board", "5x4", "--out", "x.h5"], "at most 16 cells"),
+        (["build", "--board", "3x3", "--objective", "tile:2048", "--out", "x.h5"], "tile:11"),
+        (["build", "--board", "3x3", "--p4", "1.5", "--out", "x.h5"], "p4"),
+        (["build", "--board", "3by3", "--out", "x.h5"], "RxC"),
+        (["info", "missing.h5"], "does not exist"),
+    ],
+)
+def test_cli_errors_say_what_is_allowed(argv, message, capsys):
+    assert solver_main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_truncated_table_is_rejected(tables, tmp_path, capsys):
+    data = tables["2x3", "score", "random"].read_bytes()
+    bad = tmp_path / "cut.h5"
+    bad.write_bytes(data[: len(data) // 2])
+    assert solver_main(["info", str(bad)]) == 2
+    assert "truncated" in capsys.readouterr().err
