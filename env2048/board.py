@@ -2,8 +2,9 @@
 
 A board of at most 16 cells with exponents <= 15 is one ``np.uint64``: 4 bits per cell, cell (row, col) at
 shift ``4*(row*cols + col)``.  The kernels (``numba.njit``, names starting with ``_`` or documented as kernels)
-take a ``BoardTables`` tuple ``T`` built by :func:`env2048.tables.board_tables`; the public functions below
-validate their input and wrap the kernels.
+take the fields of a ``BoardTables`` tuple ``T`` built by :func:`env2048.tables.board_tables` (``T.moves``,
+``T.sym_lines``: arrays, never the whole tuple, which numba's inlined code would reference-count per array);
+the public functions below validate their input and wrap the kernels.
 
 Example (3x3, exponents)::
 
@@ -18,7 +19,18 @@ import numba
 import numpy as np
 
 from .shape import LEFT, MAX_PACKED_EXPONENT, RIGHT, UP, check_packable
-from .tables import OVERFLOW, BoardTables, board_tables, reverse_line_code, slide_line_code, spread_line_code
+from .tables import (
+    COL_REWARD,
+    MAX_TABLE_LINE,
+    OVERFLOW,
+    OVERFLOW_REWARD,
+    ROW_REWARD,
+    BoardTables,
+    board_tables,
+    reverse_line_code,
+    slide_line_code,
+    spread_line_code,
+)
 
 __all__ = [
     "pack",
@@ -52,77 +64,89 @@ def _overflow():
 
 
 @numba.njit(cache=True)
-def _row_move(b, T, toward_left):
-    rows, cols = T[0], T[1]
-    table = T[2] if toward_left else T[3]
+def _row_move_generic(b, rows, cols, toward_left):
+    """Rows longer than ``MAX_TABLE_LINE`` cells: slide each row code nibble by nibble."""
     rmask = np.uint64((1 << (4 * cols)) - 1)
     out = np.uint64(0)
     reward = 0
     for i in range(rows):
         shift = np.uint64(4 * cols * i)
         code = int((b >> shift) & rmask)
-        if table.shape[0] > 0:
-            new = table[code]
-            r = T[4][code]
+        if toward_left:
+            new_code, r = slide_line_code(code, cols)
         else:
-            if toward_left:
-                new_code, r = slide_line_code(code, cols)
-            else:
-                new_code, r = slide_line_code(reverse_line_code(code, cols), cols)
-                new_code = reverse_line_code(new_code, cols)
-            new = np.uint64(new_code)
+            new_code, r = slide_line_code(reverse_line_code(code, cols), cols)
+            new_code = reverse_line_code(new_code, cols)
         if r == OVERFLOW:
             _overflow()
-        out |= new << shift
+        out |= np.uint64(new_code) << shift
         reward += r
     return out, reward
 
 
 @numba.njit(cache=True)
-def _col_move(b, T, toward_up):
-    rows, cols = T[0], T[1]
-    table = T[5] if toward_up else T[6]
+def _col_move_generic(b, rows, cols, toward_up):
+    """Columns longer than ``MAX_TABLE_LINE`` cells: slide each column code nibble by nibble."""
     out = np.uint64(0)
     reward = 0
     for j in range(cols):
         code = 0
         for i in range(rows):
             code |= _nibble(b, i * cols + j) << (4 * i)
-        if table.shape[0] > 0:
-            new = table[code]
-            r = T[7][code]
+        if toward_up:
+            new_code, r = slide_line_code(code, rows)
         else:
-            if toward_up:
-                new_code, r = slide_line_code(code, rows)
-            else:
-                new_code, r = slide_line_code(reverse_line_code(code, rows), rows)
-                new_code = reverse_line_code(new_code, rows)
-            new = np.uint64(spread_line_code(new_code, rows, cols))
+            new_code, r = slide_line_code(reverse_line_code(code, rows), rows)
+            new_code = reverse_line_code(new_code, rows)
         if r == OVERFLOW:
             _overflow()
-        out |= new << np.uint64(4 * j)
+        out |= np.uint64(spread_line_code(new_code, rows, cols)) << np.uint64(4 * j)
         reward += r
     return out, reward
 
 
-@numba.njit(cache=True)
-def _move(b, action, T):
-    """Kernel: ``(afterstate, reward)`` of ``action`` on packed board ``b``; illegal iff ``afterstate == b``."""
-    if action == LEFT:
-        return _row_move(b, T, True)
-    if action == RIGHT:
-        return _row_move(b, T, False)
-    if action == UP:
-        return _col_move(b, T, True)
-    return _col_move(b, T, False)
+@numba.njit(cache=True, inline="always")
+def _move(b, action, rows, cols, moves):
+    """Kernel: ``(afterstate, reward)`` of ``action`` on packed board ``b``; illegal iff ``afterstate == b``.
+
+    ``moves`` is ``T.moves`` of the shape's :class:`~env2048.tables.BoardTables`: one lookup per line.  Lines
+    longer than ``MAX_TABLE_LINE`` take the generic slide.  Raises ``OverflowError`` if the move would make
+    tile 2**16.
+    """
+    out = np.uint64(0)
+    reward = np.uint64(0)
+    if action == RIGHT or action == LEFT:
+        if cols > MAX_TABLE_LINE:
+            out, r = _row_move_generic(b, rows, cols, action == LEFT)
+            reward = np.uint64(r)
+        else:
+            rmask = np.uint64((1 << (4 * cols)) - 1)
+            for i in range(rows):
+                shift = np.uint64(4 * cols * i)
+                code = (b >> shift) & rmask
+                out |= moves[action, code] << shift
+                reward += moves[ROW_REWARD, code]
+    elif rows > MAX_TABLE_LINE:
+        out, r = _col_move_generic(b, rows, cols, action == UP)
+        reward = np.uint64(r)
+    else:
+        for j in range(cols):
+            code = np.uint64(0)
+            for i in range(rows):
+                code |= ((b >> np.uint64(4 * (i * cols + j))) & np.uint64(15)) << np.uint64(4 * i)
+            out |= moves[action, code] << np.uint64(4 * j)
+            reward += moves[COL_REWARD, code]
+    if reward >= OVERFLOW_REWARD:
+        _overflow()
+    return out, np.int64(reward)
 
 
 @numba.njit(cache=True)
-def _legal_bits(b, T):
+def _legal_bits(b, rows, cols, moves):
     """Kernel: bit a set iff action a is legal on ``b``."""
     bits = 0
     for a in range(4):
-        after, _ = _move(b, a, T)
+        after, _ = _move(b, a, rows, cols, moves)
         if after != b:
             bits |= 1 << a
     return bits
@@ -179,24 +203,67 @@ def _canonical(b, sym_perm):
 
 
 @numba.njit(cache=True, inline="always")
-def _canonical_fast(b, sym_bytes):
-    """Kernel: the same as :func:`_canonical` by byte-table lookups (``T.sym_bytes``); the solver's hot path."""
-    n_sym, n_bytes = sym_bytes.shape[0], sym_bytes.shape[1]
-    best = b
-    for s in range(1, n_sym):
-        t = np.uint64(0)
-        for k in range(n_bytes):
-            t |= sym_bytes[s, k, (b >> np.uint64(8 * k)) & np.uint64(255)]
-        if t < best:
-            best = t
+def _mirror_lr(b, rows, cols, sym_lines):
+    rmask = np.uint64((1 << (4 * cols)) - 1)
+    out = np.uint64(0)
+    for i in range(rows):
+        shift = np.uint64(4 * cols * i)
+        out |= sym_lines[0, (b >> shift) & rmask] << shift
+    return out
+
+
+@numba.njit(cache=True, inline="always")
+def _mirror_ud(b, rows, cols):
+    rmask = np.uint64((1 << (4 * cols)) - 1)
+    out = np.uint64(0)
+    for i in range(rows):
+        out |= ((b >> np.uint64(4 * cols * i)) & rmask) << np.uint64(4 * cols * (rows - 1 - i))
+    return out
+
+
+@numba.njit(cache=True, inline="always")
+def _transpose(b, n, sym_lines):
+    rmask = np.uint64((1 << (4 * n)) - 1)
+    out = np.uint64(0)
+    for i in range(n):
+        out |= sym_lines[1, (b >> np.uint64(4 * n * i)) & rmask] << np.uint64(4 * i)
+    return out
+
+
+@numba.njit(cache=True, inline="always")
+def _min_klein(b, rows, cols, sym_lines, best):
+    """min(best, b, its left-right, up-down and 180-degree images)."""
+    lr = _mirror_lr(b, rows, cols, sym_lines)
+    best = min(best, b, lr)
+    return min(best, _mirror_ud(b, rows, cols), _mirror_ud(lr, rows, cols))
+
+
+@numba.njit(cache=True, inline="always")
+def _canonical_fast(b, rows, cols, sym_lines, sym_bytes):
+    """Kernel: the same as :func:`_canonical`, fast (the solver's hot path).
+
+    Mirrors by row lookups in ``T.sym_lines`` and shifts: the 4 images {id, left-right, up-down, 180}, and for
+    a square board the same 4 of the transpose.  Rows too long for line tables use ``T.sym_bytes``.
+    """
+    if sym_lines.shape[1] == 0:
+        best = b
+        for s in range(1, sym_bytes.shape[0]):
+            t = np.uint64(0)
+            for k in range(sym_bytes.shape[1]):
+                t |= sym_bytes[s, k, (b >> np.uint64(8 * k)) & np.uint64(255)]
+            best = min(best, t)
+        return best
+    best = _min_klein(b, rows, cols, sym_lines, b)
+    if rows == cols:
+        best = _min_klein(_transpose(b, rows, sym_lines), rows, cols, sym_lines, best)
     return best
 
 
 @numba.njit(cache=True)
-def _canonical_many(boards, sym_bytes):
+def _canonical_many(boards, rows, cols, sym_lines, sym_bytes):
     out = np.empty_like(boards)
     for i in range(boards.shape[0]):
-        out[i] = _canonical_fast(boards[i], sym_bytes)
+        out[i] = _canonical_fast(boards[i], rows, cols, sym_lines, sym_bytes)
     return out
 
 
@@ -206,7 +273,7 @@ def _move_many(boards, actions, T):
     after = np.empty(n, np.uint64)
     reward = np.empty(n, np.int64)
     for i in range(n):
-        after[i], reward[i] = _move(boards[i], actions[i], T)
+        after[i], reward[i] = _move(boards[i], actions[i], T.rows, T.cols, T.moves)
     return after, reward
 
 
@@ -215,7 +282,7 @@ def _legal_many(boards, T):
     n = boards.shape[0]
     out = np.zeros((n, 4), np.bool_)
     for i in range(n):
-        bits = _legal_bits(boards[i], T)
+        bits = _legal_bits(boards[i], T.rows, T.cols, T.moves)
         for a in range(4):
             out[i, a] = (bits >> a) & 1
     return out
@@ -305,7 +372,7 @@ def move(board, action, rows: int, cols: int):
     if acts.size and (acts.min() < 0 or acts.max() > 3):
         raise ValueError(f"actions must be 0..3 (UP, RIGHT, DOWN, LEFT), got {action!r}")
     if arr.ndim == 0:
-        after, reward = _move(np.uint64(arr), int(acts), T)
+        after, reward = _move(np.uint64(arr), int(acts), T.rows, T.cols, T.moves)
         return np.uint64(after), int(reward)
     return _move_many(arr.reshape(-1), np.ascontiguousarray(acts.reshape(-1)), T)
 
@@ -355,7 +422,7 @@ def canonical(board, rows: int, cols: int):
     """Canonical form: minimum packed ID over the board's symmetries (8 if square, 4 otherwise)."""
     T = _tables(rows, cols)
     arr = np.asarray(board, dtype=np.uint64)
-    out = _canonical_many(arr.reshape(-1), T.sym_bytes)
+    out = _canonical_many(arr.reshape(-1), rows, cols, T.sym_lines, T.sym_bytes)
     return np.uint64(out[0]) if arr.ndim == 0 else out
 
 

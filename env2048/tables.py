@@ -5,13 +5,24 @@ A *line code* packs one row or column, position 0 (the wall the tiles slide towa
 
 ``BoardTables`` holds, for a shape ``rows x cols``:
 
-* ``row_left``, ``row_right``: ``uint64[16**cols]``, line code of a row -> new row code (in place, low bits);
-* ``col_up``, ``col_down``: ``uint64[16**rows]``, column code -> new column *spread* over the board
-  (nibble i at shift ``4*cols*i``), so that ``board |= col_up[code] << 4*j`` writes column j;
-* ``row_reward``, ``col_reward``: ``int64``, merge reward of the line (same for both directions); -1 marks a
-  line whose move would create 2**16, which the packed form cannot hold;
+* ``moves``: ``uint64[6, n]`` with ``n = 16**max(line lengths that have tables)``, indexed by line code:
+
+  - rows ``UP``, ``DOWN`` (0, 2): column code -> the new column *spread* over the board (nibble i at shift
+    ``4*cols*i``), so that ``board |= moves[UP, code] << 4*j`` writes column j;
+  - rows ``RIGHT``, ``LEFT`` (1, 3): row code -> new row code;
+  - row ``COL_REWARD`` (4) / ``ROW_REWARD`` (5): merge reward of a column / row (the same in both directions),
+    or ``OVERFLOW_REWARD`` (2**63) for a line whose move would create 2**16, which the packed form cannot hold.
+
+  One array rather than six: numba's inlined kernels pay reference-counting for every array they are handed,
+  which cost 20x the work of a move when the six tables travelled separately.
 * ``sym_perm``: ``int64[n_sym, cells]``, for symmetry s the source cell of each destination cell;
 * ``sym_action``: ``int64[n_sym, 4]``, action a on a board is action ``sym_action[s, a]`` on its image;
+* ``sym_lines``: ``uint64[2, 16**cols]`` (``[2, 0]`` when rows exceed ``MAX_TABLE_LINE`` cells): row 0 maps a row
+  code to the reversed row (left-right mirror), row 1 lays a row code out as a column (nibble k at shift
+  ``4*cols*k``, the transpose of a square board); with shifts for the up-down mirror they give every symmetry in
+  ``3*rows`` lookups;
+* ``sym_shift``: ``uint64[n_sym, cells]``, bit shift of the image of cell c under symmetry s (so the image of
+  ``b | tile << 4c`` is ``image(b) | tile << sym_shift[s, c]``: the children of a spawn share one set of images);
 * ``sym_bytes``: ``uint64[n_sym, n_bytes, 256]``, the image under symmetry s of byte k of an ID (cells 2k and
   2k+1) with every other cell empty, so that an image is the OR of ``n_bytes = ceil(cells/2)`` lookups.
 
@@ -187,19 +198,22 @@ def symmetry_byte_tables(sym_perm: np.ndarray) -> np.ndarray:
     return out
 
 
+#: rows of ``BoardTables.moves`` holding rewards
+COL_REWARD, ROW_REWARD = 4, 5
+#: reward entry of a line whose move would overflow the packed form
+OVERFLOW_REWARD = np.uint64(1 << 63)
+
+
 class BoardTables(NamedTuple):
-    """Everything the packed kernels need for one shape; a plain tuple so numba takes it as one argument."""
+    """Everything the packed kernels need for one shape (hand kernels its fields, not the tuple itself)."""
 
     rows: int
     cols: int
-    row_left: np.ndarray
-    row_right: np.ndarray
-    row_reward: np.ndarray
-    col_up: np.ndarray
-    col_down: np.ndarray
-    col_reward: np.ndarray
+    moves: np.ndarray
     sym_perm: np.ndarray
     sym_action: np.ndarray
+    sym_lines: np.ndarray
+    sym_shift: np.ndarray
     sym_bytes: np.ndarray
 
 
@@ -207,16 +221,23 @@ class BoardTables(NamedTuple):
 def board_tables(rows: int, cols: int) -> BoardTables:
     """Build (once per process and shape) the lookup tables of a packable ``rows x cols`` board."""
     check_packable(rows, cols)
+    width = max(16**n for n in (rows, cols) if n <= MAX_TABLE_LINE)
+    moves = np.zeros((6, width), np.uint64)
     if cols <= MAX_TABLE_LINE:
-        row_left, row_right, row_reward = _build_line_tables(cols, 1)
-    else:
-        row_left, row_right, row_reward = _EMPTY_U64, _EMPTY_U64, _EMPTY_I64
+        left, right, reward = _build_line_tables(cols, 1)
+        moves[3, : left.size], moves[1, : right.size] = left, right
+        moves[ROW_REWARD, : reward.size] = np.where(reward == OVERFLOW, OVERFLOW_REWARD, reward.astype(np.uint64))
     if rows <= MAX_TABLE_LINE:
-        col_up, col_down, col_reward = _build_line_tables(rows, cols)
-    else:
-        col_up, col_down, col_reward = _EMPTY_U64, _EMPTY_U64, _EMPTY_I64
+        up, down, reward = _build_line_tables(rows, cols)
+        moves[0, : up.size], moves[2, : down.size] = up, down
+        moves[COL_REWARD, : reward.size] = np.where(reward == OVERFLOW, OVERFLOW_REWARD, reward.astype(np.uint64))
     perm, act = symmetry_tables(rows, cols)
     sym_bytes = symmetry_byte_tables(perm)
-    for arr in (row_left, row_right, row_reward, col_up, col_down, col_reward, perm, act, sym_bytes):
+    sym_lines = np.zeros((2, 16**cols if cols <= MAX_TABLE_LINE else 0), np.uint64)
+    for code in range(sym_lines.shape[1]):
+        sym_lines[0, code] = reverse_line_code(code, cols)
+        sym_lines[1, code] = spread_line_code(code, cols, cols)
+    sym_shift = (4 * np.argsort(perm, axis=1)).astype(np.uint64)
+    for arr in (moves, perm, act, sym_lines, sym_shift, sym_bytes):
         arr.setflags(write=False)
-    return BoardTables(rows, cols, row_left, row_right, row_reward, col_up, col_down, col_reward, perm, act, sym_bytes)
+    return BoardTables(rows, cols, moves, perm, act, sym_lines, sym_shift, sym_bytes)

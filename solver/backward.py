@@ -16,41 +16,51 @@ from tqdm.auto import tqdm
 from env2048.tables import board_tables
 
 from .forward import n_chunks_for
-from .kernels import afterstate_values, state_values
+from .kernels import afterstate_values, hash_index, state_values
 from .spec import SolveSpec
 
 _EMPTY_IDS = np.empty(0, np.uint64)
 _EMPTY_VALUES = np.empty(0, np.float64)
+_EMPTY_INDEX = hash_index(_EMPTY_IDS, _EMPTY_VALUES)
 
 
 class CorruptLayer(RuntimeError):
     """A layer refers to a board the next layers do not hold."""
 
 
+def solve_states(
+    spec: SolveSpec, states: np.ndarray, afterstates: np.ndarray, afterstate_values_: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(state_values float64[n], best_actions uint8[n])`` of one age from its afterstate values."""
+    T = board_tables(spec.rows, spec.cols)
+    s_values, best, missing = state_values(
+        states, T, spec.cells, spec.win_exponent, spec.objective == "score",
+        hash_index(afterstates, afterstate_values_), n_chunks_for(states.size),
+    )  # fmt: skip
+    if missing >= 0:
+        raise CorruptLayer(f"state {int(states[missing]):#x} has an afterstate missing from its layer")
+    return s_values, best
+
+
 def solve_age(
     spec: SolveSpec,
     states: np.ndarray,
     afterstates: np.ndarray,
-    next2: tuple[np.ndarray, np.ndarray],
-    next4: tuple[np.ndarray, np.ndarray],
+    next2: tuple,
+    next4: tuple,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Values of one age: ``(state_values float64[n], best_actions uint8[n], afterstate_values float64[m])``.
 
-    ``next2`` / ``next4``: ``(ids, values)`` of the states of age a+2 / a+4 (empty arrays if none).
+    ``next2`` / ``next4``: ``hash_index(ids, values)`` of the states of age a+2 / a+4.
     """
     T = board_tables(spec.rows, spec.cols)
     a_values, missing = afterstate_values(
-        afterstates, T.sym_bytes, spec.cells, spec.p4, spec.spawn_code, *next2, *next4, n_chunks_for(afterstates.size)
-    )
-    if missing >= 0:
-        raise CorruptLayer(f"afterstate {int(afterstates[missing]):#x} has a child missing from the next layers")
-    s_values, best, missing = state_values(
-        states, T, spec.cells, spec.win_exponent, spec.objective == "score", afterstates, a_values,
-        n_chunks_for(states.size),
+        afterstates, T.sym_shift, T.sym_bytes, spec.p4, spec.spawn_code, next2, next4,
+        n_chunks_for(afterstates.size),
     )  # fmt: skip
     if missing >= 0:
-        raise CorruptLayer(f"state {int(states[missing]):#x} has an afterstate missing from its layer")
-    return s_values, best, a_values
+        raise CorruptLayer(f"afterstate {int(afterstates[missing]):#x} has a child missing from the next layers")
+    return (*solve_states(spec, states, afterstates, a_values), a_values)
 
 
 def run_backward(
@@ -69,13 +79,13 @@ def run_backward(
     """
     done = set(done)
     present = set(ages)
-    window: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    window: dict[int, tuple] = {}
 
     def layer_values(age: int) -> tuple[np.ndarray, np.ndarray]:
         if age not in present:
-            return _EMPTY_IDS, _EMPTY_VALUES
+            return _EMPTY_INDEX
         if age not in window:
-            window[age] = (load_layer(age)[0], load_state_values(age))
+            window[age] = hash_index(load_layer(age)[0], load_state_values(age))
         return window[age]
 
     todo = [a for a in sorted(ages, reverse=True) if a not in done]
@@ -88,7 +98,7 @@ def run_backward(
             nexts = layer_values(age + 2), layer_values(age + 4)
             s_values, best, a_values = solve_age(spec, states, afterstates, *nexts)
             on_age(age, s_values, best, a_values)
-            window[age] = (states, s_values)
+            window[age] = hash_index(states, s_values)
             for old in [k for k in window if k > age + 2]:
                 del window[old]  # ages a-2 and a-4 need only a, a+2 from here on
             work += states.size + afterstates.size

@@ -69,7 +69,7 @@ def spawn(afterstates: np.ndarray, spec: SolveSpec) -> tuple[np.ndarray, np.ndar
     for lo in range(0, afterstates.size, BATCH):
         part = afterstates[lo : lo + BATCH]
         buf2, starts, c2, buf4, c4 = spawn_children(
-            part, T.sym_bytes, spec.cells, spec.spawns_two, spec.spawns_four, n_chunks_for(part.size)
+            part, T.sym_shift, T.sym_bytes, spec.spawns_two, spec.spawns_four, n_chunks_for(part.size)
         )
         if spec.spawns_two:
             twos.append(merge_runs(buf2, starts, c2))

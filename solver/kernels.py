@@ -37,13 +37,45 @@ def chunk_bounds(n, n_chunks):
     return out
 
 
-@numba.njit(cache=True, inline="always")
-def _sort_unique_inplace(buf, lo, hi):
+@numba.njit(cache=True)
+def radix_sort(keys, tmp, key_bits):
+    """Sort ``keys`` (``uint64``, values below ``2**key_bits``) in place by LSD radix passes of <= 12 bits;
+    ``tmp`` is scratch of the same length.  Passes where every key has the same digit are skipped."""
+    n = keys.shape[0]
+    passes = max(1, (key_bits + 11) // 12)
+    digit_bits = (key_bits + passes - 1) // passes
+    n_buckets = 1 << digit_bits
+    mask = np.uint64(n_buckets - 1)
+    counts = np.empty(n_buckets, np.int64)
+    src, dst = keys, tmp
+    for p in range(passes):
+        shift = np.uint64(p * digit_bits)
+        counts[:] = 0
+        for i in range(n):
+            counts[(src[i] >> shift) & mask] += 1
+        if counts[(src[0] >> shift) & mask] == n:
+            continue
+        total = 0
+        for d in range(n_buckets):
+            c = counts[d]
+            counts[d] = total
+            total += c
+        for i in range(n):
+            d = (src[i] >> shift) & mask
+            dst[counts[d]] = src[i]
+            counts[d] += 1
+        src, dst = dst, src
+    if src is not keys:
+        keys[:] = src
+
+
+@numba.njit(cache=True)
+def _sort_unique_inplace(buf, lo, hi, key_bits):
     """Sort ``buf[lo:hi]`` and compact its unique values to the front; returns their count."""
     if hi <= lo:
         return 0
     seg = buf[lo:hi]
-    seg.sort()
+    radix_sort(seg, np.empty_like(seg), key_bits)
     k = 1
     for j in range(1, hi - lo):
         if seg[j] != seg[k - 1]:
@@ -81,7 +113,7 @@ def _merge_two(a, a_lo, a_n, b, b_lo, b_n, out, o_lo):
     return k
 
 
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True, parallel=True, nogil=True)
 def merge_runs(buf, starts, counts):
     """Union of sorted unique runs ``buf[starts[r] : starts[r] + counts[r]]`` (starts increasing, each run
     within its own slot ``[starts[r], starts[r+1])``): a sorted unique ``uint64`` array.  Pairs of runs are
@@ -111,7 +143,7 @@ def merge_runs(buf, starts, counts):
     return src[st[0] : st[0] + cn[0]].copy()
 
 
-@numba.njit(cache=True, parallel=True)
+@numba.njit(cache=True, parallel=True, nogil=True)
 def expand_states(states, T, cells, win_exponent, n_chunks):
     """States -> their afterstates.
 
@@ -121,7 +153,7 @@ def expand_states(states, T, cells, win_exponent, n_chunks):
     ``>= win_exponent`` are wins and are left out.
     """
     n = states.shape[0]
-    sym_bytes = T.sym_bytes
+    rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
     bounds = chunk_bounds(n, n_chunks)
     buf = np.empty(4 * n, np.uint64)
     counts = np.zeros(n_chunks, np.int64)
@@ -134,29 +166,49 @@ def expand_states(states, T, cells, win_exponent, n_chunks):
             s = states[i]
             legal = False
             for a in range(4):
-                after, _ = _move(s, a, T)
+                after, _ = _move(s, a, rows, cols, moves)
                 if after == s:
                     continue
                 legal = True
                 if win_exponent <= 15 and _max_nibble(after, cells) >= win_exponent:
                     continue
-                buf[w] = _canonical_fast(after, sym_bytes)
+                buf[w] = _canonical_fast(after, rows, cols, sym_lines, sym_bytes)
                 w += 1
             if not legal:
                 dead += 1
-        counts[ch] = _sort_unique_inplace(buf, 4 * lo, w)
+        counts[ch] = _sort_unique_inplace(buf, 4 * lo, w, 4 * cells)
         terminal[ch] = dead
     return buf, 4 * bounds[:-1], counts, terminal.sum()
 
 
-@numba.njit(cache=True, parallel=True)
-def spawn_children(afterstates, sym_bytes, cells, with_two, with_four, n_chunks):
+@numba.njit(cache=True, inline="always")
+def _images(b, sym_bytes, imgs):
+    """Fill ``imgs[s]`` with the image of ``b`` under every symmetry s (byte-table lookups)."""
+    for s in range(sym_bytes.shape[0]):
+        t = np.uint64(0)
+        for k in range(sym_bytes.shape[1]):
+            t |= sym_bytes[s, k, (b >> np.uint64(8 * k)) & np.uint64(255)]
+        imgs[s] = t
+
+
+@numba.njit(cache=True, inline="always")
+def _child_canonical(imgs, sym_shift, cell, tile):
+    """Canonical form of ``b | tile << 4*cell`` from the images of ``b`` (see ``BoardTables.sym_shift``)."""
+    best = imgs[0] | (tile << sym_shift[0, cell])
+    for s in range(1, imgs.shape[0]):
+        best = min(best, imgs[s] | (tile << sym_shift[s, cell]))
+    return best
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def spawn_children(afterstates, sym_shift, sym_bytes, with_two, with_four, n_chunks):
     """Afterstates -> canonical spawned states: tile 2 children (age + 2) and tile 4 children (age + 4).
 
     Returns ``(buf2, starts, counts2, buf4, counts4)``: per-chunk sorted unique runs for each child age (both
     share ``starts``).  A tile is spawned only if ``with_two`` / ``with_four``.
     """
     n = afterstates.shape[0]
+    cells = sym_shift.shape[1]
     bounds = chunk_bounds(n, n_chunks)
     buf2 = np.empty(cells * n if with_two else 0, np.uint64)
     buf4 = np.empty(cells * n if with_four else 0, np.uint64)
@@ -165,60 +217,110 @@ def spawn_children(afterstates, sym_bytes, cells, with_two, with_four, n_chunks)
     for ch in numba.prange(n_chunks):
         lo, hi = bounds[ch], bounds[ch + 1]
         w2 = w4 = cells * lo
+        imgs = np.empty(sym_shift.shape[0], np.uint64)
         for i in range(lo, hi):
             a = afterstates[i]
+            _images(a, sym_bytes, imgs)
             for c in range(cells):
                 shift = np.uint64(4 * c)
                 if (a >> shift) & np.uint64(15):
                     continue
                 if with_two:
-                    buf2[w2] = _canonical_fast(a | (np.uint64(1) << shift), sym_bytes)
+                    buf2[w2] = _child_canonical(imgs, sym_shift, c, np.uint64(1))
                     w2 += 1
                 if with_four:
-                    buf4[w4] = _canonical_fast(a | (np.uint64(2) << shift), sym_bytes)
+                    buf4[w4] = _child_canonical(imgs, sym_shift, c, np.uint64(2))
                     w4 += 1
         if with_two:
-            counts2[ch] = _sort_unique_inplace(buf2, cells * lo, w2)
+            counts2[ch] = _sort_unique_inplace(buf2, cells * lo, w2, 4 * cells)
         if with_four:
-            counts4[ch] = _sort_unique_inplace(buf4, cells * lo, w4)
+            counts4[ch] = _sort_unique_inplace(buf4, cells * lo, w4, 4 * cells)
     return buf2, cells * bounds[:-1], counts2, buf4, counts4
 
 
 @numba.njit(cache=True, inline="always")
 def find(ids, key):
-    """Index of ``key`` in sorted ``ids``, or -1."""
-    lo = 0
-    hi = ids.shape[0]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if ids[mid] < key:
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo < ids.shape[0] and ids[lo] == key:
-        return lo
-    return -1
+    """Index of ``key`` in sorted ``ids``, or -1 (branch-free binary search: the halving step compiles to a
+    conditional move, twice as fast as a branching search on these unpredictable comparisons)."""
+    n = ids.shape[0]
+    if n == 0:
+        return -1
+    base = 0
+    while n > 1:
+        half = n >> 1
+        base = base + half if ids[base + half] <= key else base
+        n -= half
+    return base if ids[base] == key else -1
 
 
-@numba.njit(cache=True, parallel=True)
-def afterstate_values(afterstates, sym_bytes, cells, p4, model, ids2, vals2, ids4, vals4, n_chunks):
+_HASH_MULT = np.uint64(0x9E3779B97F4A7C15)
+
+
+@numba.njit(cache=True, nogil=True)
+def hash_index(ids, values):
+    """Open-addressing hash table of a layer's values: ``(keys uint64[size], vals float64[size], shift)``.
+
+    ``size`` is a power of two >= 2n, ``shift`` the hash's shift; empty slots hold key 0 (the empty board, never
+    in a layer).  A value sits in the slot of its key, so a lookup costs one or two cache misses where a binary
+    search over the sorted IDs plus a load from the value array cost ~18 dependent loads.
+    """
+    n = ids.shape[0]
+    bits = 2
+    while (1 << bits) < 2 * n:
+        bits += 1
+    size = 1 << bits
+    keys = np.zeros(size, np.uint64)
+    vals = np.zeros(size, np.float64)
+    mask = np.uint64(size - 1)
+    shift = np.uint64(64 - bits)
+    for i in range(n):
+        slot = (ids[i] * _HASH_MULT) >> shift
+        while keys[slot] != 0:
+            slot = (slot + np.uint64(1)) & mask
+        keys[slot] = ids[i]
+        vals[slot] = values[i]
+    return keys, vals, shift
+
+
+@numba.njit(cache=True, inline="always")
+def lookup(keys, shift, key):
+    """Slot of ``key`` in a :func:`hash_index` table (its value is ``vals[slot]``), or -1."""
+    mask = np.uint64(keys.shape[0] - 1)
+    slot = (key * _HASH_MULT) >> shift
+    while True:
+        k = keys[slot]
+        if k == key:
+            return np.int64(slot)
+        if k == 0:
+            return np.int64(-1)
+        slot = (slot + np.uint64(1)) & mask
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def afterstate_values(afterstates, sym_shift, sym_bytes, p4, model, index2, index4, n_chunks):
     """Value of each afterstate from the values of its spawned children.
 
-    ``ids2, vals2``: sorted states of age + 2 with their values (the tile-2 children), ``ids4, vals4``: age + 4.
+    ``index2``: :func:`hash_index` of the states of age + 2 and their values (the tile-2 children);
+    ``index4``: age + 4.
     A tile whose probability is 0 (a 4 when p4 = 0, a 2 when p4 = 1) is not considered.
     ``model``: RANDOM (expectation), ADVERSARIAL (minimum over cell and tile), OPTIMISTIC / PESSIMISTIC (tile
     drawn with p4, best / worst cell).  Returns ``(values float64[n], missing)``: ``missing`` is -1, or the
     index of an afterstate with a child absent from the next layers (a corrupt or mismatched layer).
     """
     n = afterstates.shape[0]
+    cells = sym_shift.shape[1]
+    keys2, vals2, shift2 = index2
+    keys4, vals4, shift4 = index4
     out = np.empty(n, np.float64)
     missing = np.full(n_chunks, -1, np.int64)
     bounds = chunk_bounds(n, n_chunks)
     with_two = p4 < 1.0
     with_four = p4 > 0.0
     for ch in numba.prange(n_chunks):
+        imgs = np.empty(sym_shift.shape[0], np.uint64)
         for i in range(bounds[ch], bounds[ch + 1]):
             a = afterstates[i]
+            _images(a, sym_bytes, imgs)
             empty = 0
             sum2 = sum4 = 0.0
             lo2 = lo4 = np.inf
@@ -229,7 +331,8 @@ def afterstate_values(afterstates, sym_bytes, cells, p4, model, ids2, vals2, ids
                     continue
                 empty += 1
                 if with_two:
-                    k = find(ids2, _canonical_fast(a | (np.uint64(1) << shift), sym_bytes))
+                    child = _child_canonical(imgs, sym_shift, c, np.uint64(1))
+                    k = lookup(keys2, shift2, child)
                     if k < 0:
                         missing[ch] = i
                         continue
@@ -238,7 +341,8 @@ def afterstate_values(afterstates, sym_bytes, cells, p4, model, ids2, vals2, ids
                     lo2 = min(lo2, v)
                     hi2 = max(hi2, v)
                 if with_four:
-                    k = find(ids4, _canonical_fast(a | (np.uint64(2) << shift), sym_bytes))
+                    child = _child_canonical(imgs, sym_shift, c, np.uint64(2))
+                    k = lookup(keys4, shift4, child)
                     if k < 0:
                         missing[ch] = i
                         continue
@@ -269,17 +373,19 @@ def afterstate_values(afterstates, sym_bytes, cells, p4, model, ids2, vals2, ids
     return out, missing.max()
 
 
-@numba.njit(cache=True, parallel=True)
-def state_values(states, T, cells, win_exponent, score_rewards, after_ids, after_vals, n_chunks):
+@numba.njit(cache=True, parallel=True, nogil=True)
+def state_values(states, T, cells, win_exponent, score_rewards, after_index, n_chunks):
     """Bellman max over moves: ``V(s) = max_a r(s, a) + V(afterstate)``; terminal states 0.
 
     ``score_rewards``: True for the score objective (r = merge reward), False for ``tile:K`` (r = 0, and a
-    move making a tile of exponent >= ``win_exponent`` is worth 1).  Returns ``(values float64[n], best
+    move making a tile of exponent >= ``win_exponent`` is worth 1); ``after_index``: :func:`hash_index` of
+    the age's afterstates and their values.  Returns ``(values float64[n], best
     uint8[n], missing)``: ``best`` has bit a set for every action within ``TIE_TOLERANCE`` (relative) of the
     maximum, 0 for terminal states; ``missing`` is -1 or the index of a state whose afterstate is absent.
     """
     n = states.shape[0]
-    sym_bytes = T.sym_bytes
+    rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
+    a_keys, a_vals, a_shift = after_index
     values = np.empty(n, np.float64)
     best = np.zeros(n, np.uint8)
     missing = np.full(n_chunks, -1, np.int64)
@@ -290,7 +396,7 @@ def state_values(states, T, cells, win_exponent, score_rewards, after_ids, after
             s = states[i]
             top = -np.inf
             for a in range(4):
-                after, reward = _move(s, a, T)
+                after, reward = _move(s, a, rows, cols, moves)
                 if after == s:
                     q[a] = -np.inf
                     continue
@@ -298,12 +404,12 @@ def state_values(states, T, cells, win_exponent, score_rewards, after_ids, after
                 if win_exponent <= 15 and _max_nibble(after, cells) >= win_exponent:
                     q[a] = r + 1.0
                 else:
-                    k = find(after_ids, _canonical_fast(after, sym_bytes))
+                    k = lookup(a_keys, a_shift, _canonical_fast(after, rows, cols, sym_lines, sym_bytes))
                     if k < 0:
                         missing[ch] = i
                         q[a] = -np.inf
                         continue
-                    q[a] = r + after_vals[k]
+                    q[a] = r + a_vals[k]
                 top = max(top, q[a])
             if top == -np.inf:
                 values[i] = 0.0

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 import h5py
@@ -50,47 +49,54 @@ def _put(group: h5py.Group, name: str, data: np.ndarray) -> None:
     ds.attrs["sha256"] = sha256_of(data)
 
 
-def write_table(
-    out: str | os.PathLike,
-    spec: SolveSpec,
-    counts: list[AgeCount],
-    load_layer: Callable[[int], dict[str, np.ndarray]],
-    start_ids: np.ndarray,
-    start_probs: np.ndarray,
-) -> dict:
-    """Write the table to ``out`` (through a temporary file renamed at the end); returns the root attributes.
+class TableWriter:
+    """Writes one table: ``write_age`` for every age (any order), then ``finish``.
 
-    ``load_layer(age)`` returns the five arrays of :data:`LAYER_DATASETS` for one age.
+    Data goes to ``OUT.partial`` and is renamed to ``OUT`` by ``finish``, so a table file that exists is
+    complete; ``abort`` removes the partial file.
     """
-    out = Path(out)
-    tmp = out.with_name(out.name + ".partial")
-    ages = np.array([c.age for c in counts], np.int64)
-    start_values = np.full(start_ids.size, np.nan)
-    start_ages = {}
-    for i, sid in enumerate(start_ids):
-        start_ages.setdefault(int(_age(sid, spec.cells)), []).append(i)
-    with h5py.File(tmp, "w") as f:
-        for c in counts:
-            layer = load_layer(c.age)
-            g = f.create_group(age_group(c.age))
-            g.attrs["age"] = c.age
-            g.attrs["terminal"] = c.terminal
-            for name in LAYER_DATASETS:
-                _put(g, name, layer[name])
-            for i in start_ages.get(c.age, []):
-                k = int(np.searchsorted(layer["states"], start_ids[i]))
-                if k >= layer["states"].size or layer["states"][k] != start_ids[i]:
-                    raise RuntimeError(f"start state {int(start_ids[i]):#x} is missing from its age layer")
-                start_values[i] = layer["state_values"][k]
+
+    def __init__(self, out: str | os.PathLike, spec: SolveSpec, start_ids: np.ndarray, start_probs: np.ndarray):
+        self.out = Path(out)
+        self.partial = self.out.with_name(self.out.name + ".partial")
+        self.spec = spec
+        self.start_ids, self.start_probs = start_ids, start_probs
+        self.start_values = np.full(start_ids.size, np.nan)
+        self._start_ages = {}
+        for i, sid in enumerate(start_ids):
+            self._start_ages.setdefault(_age(sid, spec.cells), []).append(i)
+        self.file = h5py.File(self.partial, "w")
+
+    def write_age(self, count: AgeCount, layer: dict[str, np.ndarray]) -> None:
+        """Store one age: ``layer`` holds the five arrays of :data:`LAYER_DATASETS`."""
+        g = self.file.create_group(age_group(count.age))
+        g.attrs["age"] = count.age
+        g.attrs["terminal"] = count.terminal
+        for name in LAYER_DATASETS:
+            _put(g, name, layer[name])
+        states = layer["states"]
+        for i in self._start_ages.get(count.age, []):
+            k = int(np.searchsorted(states, self.start_ids[i]))
+            if k >= states.size or states[k] != self.start_ids[i]:
+                raise RuntimeError(f"start state {int(self.start_ids[i]):#x} is missing from its age layer")
+            self.start_values[i] = layer["state_values"][k]
+
+    def finish(self, counts: list[AgeCount]) -> dict:
+        """Write the index, start states and root attributes, close and rename; returns the attributes."""
+        f, spec = self.file, self.spec
+        missing = [c.age for c in counts if age_group(c.age) not in f]
+        if missing or np.isnan(self.start_values).any():
+            raise RuntimeError(f"table is incomplete: ages {missing[:5]} were never written")
+        ages = np.array([c.age for c in counts], np.int64)
         index = f.create_group("index")
         _put(index, "ages", ages)
         _put(index, "states", np.array([c.states for c in counts], np.int64))
         _put(index, "afterstates", np.array([c.afterstates for c in counts], np.int64))
         _put(index, "terminal", np.array([c.terminal for c in counts], np.int64))
         start = f.create_group("start")
-        _put(start, "ids", start_ids)
-        _put(start, "probs", start_probs)
-        _put(start, "values", start_values)
+        _put(start, "ids", self.start_ids)
+        _put(start, "probs", self.start_probs)
+        _put(start, "values", self.start_values)
         T = board_tables(spec.rows, spec.cols)
         attrs = {
             "format_version": FORMAT_VERSION,
@@ -109,12 +115,19 @@ def write_table(
             "terminal_states": int(sum(c.terminal for c in counts)),
             "min_age": int(ages.min()) if ages.size else 0,
             "max_age": int(ages.max()) if ages.size else 0,
-            "start_value": float(np.dot(start_probs, start_values)),
+            "start_value": float(np.dot(self.start_probs, self.start_values)),
         }
         f.attrs.update(attrs)
         f.attrs["complete"] = True
-    os.replace(tmp, out)
-    return attrs
+        f.close()
+        os.replace(self.partial, self.out)
+        return attrs
+
+    def abort(self) -> None:
+        try:
+            self.file.close()
+        finally:
+            self.partial.unlink(missing_ok=True)
 
 
 def _age(board_id, cells: int) -> int:

@@ -2,14 +2,17 @@
 
 Layout (all arrays are ``.npy``)::
 
-    manifest.json                     spec, solver version, per-age forward counts, ages solved backward
+    manifest.json                     spec and solver version
+    journal.jsonl                     one line per finished step: forward counts of an age, an age solved
+                                      backward, the end of the forward pass
     forward/{age:06d}.states.npy      uint64 sorted canonical states of that age
     forward/{age:06d}.afterstates.npy uint64 sorted canonical afterstates
-    backward/{age:06d}.state_values.npy, .best_actions.npy, .afterstate_values.npy
+    backward/{age:06d}.afterstate_values.npy   float64 (state values and best actions follow from them)
 
-Every file is written under a temporary name and renamed into place, and the manifest is updated (the same way)
-only after an age's files are all in place: a build killed at any moment (even ``kill -9``) leaves a consistent
-directory whose recorded ages are complete.
+Every file is written under a temporary name and renamed into place, and an age's journal line is appended only
+after its files are all in place: a build killed at any moment (even ``kill -9``) leaves a consistent directory
+whose recorded ages are complete (a torn last journal line is ignored, and its age redone).  The journal is
+append-only so that recording an age costs the same at age 10 and at age 10,000.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import numpy as np
 from .spec import SolveSpec
 
 MANIFEST = "manifest.json"
+JOURNAL = "journal.jsonl"
 
 
 @dataclass
@@ -49,57 +53,80 @@ class WorkDir:
         (self.path / "forward").mkdir(parents=True, exist_ok=True)
         (self.path / "backward").mkdir(parents=True, exist_ok=True)
         manifest = self.path / MANIFEST
+        header = {"spec": spec.as_dict(), "solver_version": solver_version}
         if manifest.exists():
-            self._m = json.loads(manifest.read_text())
-            if self._m.get("spec") != spec.as_dict():
+            found = json.loads(manifest.read_text())
+            if found.get("spec") != header["spec"]:
                 raise WorkDirMismatch(
-                    f"work directory {self.path} holds a different solve ({self._m.get('spec')}), not "
-                    f"{spec.as_dict()}; remove it or pass another --work-dir"
+                    f"work directory {self.path} holds a different solve ({found.get('spec')}), not "
+                    f"{header['spec']}; remove it or pass another --work-dir"
                 )
-            if self._m.get("solver_version") != solver_version:
+            if found.get("solver_version") != solver_version:
                 raise WorkDirMismatch(
-                    f"work directory {self.path} was written by solver version {self._m.get('solver_version')}, "
+                    f"work directory {self.path} was written by solver version {found.get('solver_version')}, "
                     f"this is {solver_version}; remove it to rebuild"
                 )
         else:
-            self._m = {
-                "spec": spec.as_dict(),
-                "solver_version": solver_version,
-                "forward": [],
-                "forward_complete": False,
-                "backward_done": [],
-            }
-            self._write_manifest()
+            tmp = self.path / (MANIFEST + ".tmp")
+            tmp.write_text(json.dumps(header, indent=1))
+            os.replace(tmp, manifest)
+        self._forward: list[AgeCount] = []
+        self._forward_complete = False
+        self._backward: list[int] = []
+        self._read_journal()
+        self._journal = open(self.path / JOURNAL, "a")  # noqa: SIM115 (closed by close())
 
-    # -- manifest -------------------------------------------------------------------------------------------
-    def _write_manifest(self) -> None:
-        tmp = self.path / (MANIFEST + ".tmp")
-        tmp.write_text(json.dumps(self._m, indent=1))
-        os.replace(tmp, self.path / MANIFEST)
+    # -- journal ----------------------------------------------------------------------------------------------
+    def _read_journal(self) -> None:
+        path = self.path / JOURNAL
+        if not path.exists():
+            return
+        text = path.read_text()
+        lines = text.split("\n")
+        if lines and lines[-1] and not text.endswith("\n"):
+            lines[-1] = ""  # torn by a kill in the middle of a write: that step is redone
+            path.write_text("\n".join(lines[:-1]) + ("\n" if len(lines) > 1 else ""))
+        for line in lines:
+            if not line:
+                continue
+            entry = json.loads(line)
+            if "forward" in entry:
+                self._forward.append(AgeCount(**entry["forward"]))
+            elif "backward" in entry:
+                self._backward.append(int(entry["backward"]))
+            elif entry.get("forward_complete"):
+                self._forward_complete = True
+
+    def _append(self, entry: dict) -> None:
+        self._journal.write(json.dumps(entry) + "\n")
+        self._journal.flush()
+
+    def close(self) -> None:
+        self._journal.close()
 
     @property
     def forward_counts(self) -> list[AgeCount]:
-        return [AgeCount(**row) for row in self._m["forward"]]
+        return list(self._forward)
 
     @property
     def forward_complete(self) -> bool:
-        return bool(self._m["forward_complete"])
+        return self._forward_complete
 
     @property
     def backward_done(self) -> set[int]:
-        return set(self._m["backward_done"])
+        return set(self._backward)
 
     def record_forward(self, count: AgeCount) -> None:
-        self._m["forward"].append(asdict(count))
-        self._write_manifest()
+        self._append({"forward": asdict(count)})
+        self._forward.append(count)
 
     def finish_forward(self) -> None:
-        self._m["forward_complete"] = True
-        self._write_manifest()
+        self._append({"forward_complete": True})
+        self._forward_complete = True
 
     def record_backward(self, age: int) -> None:
-        self._m["backward_done"].append(int(age))
-        self._write_manifest()
+        self._append({"backward": int(age)})
+        self._backward.append(int(age))
 
     # -- arrays ---------------------------------------------------------------------------------------------
     def _file(self, stage: str, age: int, name: str) -> Path:
