@@ -18,8 +18,8 @@ A *line code* packs one row or column, position 0 (the wall the tiles slide towa
 * ``sym_perm``: ``int64[n_sym, cells]``, for symmetry s the source cell of each destination cell;
 * ``sym_action``: ``int64[n_sym, 4]``, action a on a board is action ``sym_action[s, a]`` on its image;
 * ``sym_lines``: ``uint64[2, 16**cols]`` (``[2, 0]`` when rows exceed ``MAX_TABLE_LINE`` cells): row 0 maps a row
-  code to the reversed row (left-right mirror), row 1 lays a row code out as a column (nibble k at shift
-  ``4*cols*k``, the transpose of a square board); with shifts for the up-down mirror they give every symmetry in
+  code to the reversed row (left-right mirror), row 1 (square boards only, else zeros) lays a row code out as a
+  column (nibble k at shift ``4*cols*k``: the transpose); with shifts for the up-down mirror they give every symmetry in
   ``3*rows`` lookups;
 * ``sym_shift``: ``uint64[n_sym, cells]``, bit shift of the image of cell c under symmetry s (so the image of
   ``b | tile << 4c`` is ``image(b) | tile << sym_shift[s, c]``: the children of a spawn share one set of images);
@@ -234,9 +234,12 @@ def board_tables(rows: int, cols: int) -> BoardTables:
     perm, act = symmetry_tables(rows, cols)
     sym_bytes = symmetry_byte_tables(perm)
     sym_lines = np.zeros((2, 16**cols if cols <= MAX_TABLE_LINE else 0), np.uint64)
-    for code in range(sym_lines.shape[1]):
-        sym_lines[0, code] = reverse_line_code(code, cols)
-        sym_lines[1, code] = spread_line_code(code, cols, cols)
+    codes = np.arange(sym_lines.shape[1], dtype=np.uint64)
+    for k in range(cols):
+        nibble = (codes >> np.uint64(4 * k)) & np.uint64(15)
+        sym_lines[0] |= nibble << np.uint64(4 * (cols - 1 - k))
+        if rows == cols:  # the transpose exists only for square boards
+            sym_lines[1] |= nibble << np.uint64(4 * cols * k)
     sym_shift = (4 * np.argsort(perm, axis=1)).astype(np.uint64)
     for arr in (moves, perm, act, sym_lines, sym_shift, sym_bytes):
         arr.setflags(write=False)

@@ -261,7 +261,8 @@ def hash_index(ids, values):
     """Open-addressing hash table of a layer's values: ``(keys uint64[size], vals float64[size], shift)``.
 
     ``size`` is a power of two >= 2n, ``shift`` the hash's shift; empty slots hold key 0 (the empty board, never
-    in a layer).  A value sits in the slot of its key, so a lookup costs one or two cache misses where a binary
+    in a layer).  With an empty ``values`` the table holds keys only (``vals`` is empty): a membership test.
+    A value sits in the slot of its key, so a lookup costs one or two cache misses where a binary
     search over the sorted IDs plus a load from the value array cost ~18 dependent loads.
     """
     n = ids.shape[0]
@@ -270,7 +271,8 @@ def hash_index(ids, values):
         bits += 1
     size = 1 << bits
     keys = np.zeros(size, np.uint64)
-    vals = np.zeros(size, np.float64)
+    with_values = values.shape[0] > 0
+    vals = np.zeros(size if with_values else 0, np.float64)
     mask = np.uint64(size - 1)
     shift = np.uint64(64 - bits)
     for i in range(n):
@@ -278,7 +280,8 @@ def hash_index(ids, values):
         while keys[slot] != 0:
             slot = (slot + np.uint64(1)) & mask
         keys[slot] = ids[i]
-        vals[slot] = values[i]
+        if with_values:
+            vals[slot] = values[i]
     return keys, vals, shift
 
 
@@ -287,13 +290,11 @@ def lookup(keys, shift, key):
     """Slot of ``key`` in a :func:`hash_index` table (its value is ``vals[slot]``), or -1."""
     mask = np.uint64(keys.shape[0] - 1)
     slot = (key * _HASH_MULT) >> shift
-    while True:
-        k = keys[slot]
-        if k == key:
-            return np.int64(slot)
-        if k == 0:
-            return np.int64(-1)
+    k = keys[slot]
+    while k != key and k != 0:
         slot = (slot + np.uint64(1)) & mask
+        k = keys[slot]
+    return np.int64(slot) if k == key else np.int64(-1)
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)

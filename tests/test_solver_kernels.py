@@ -1,0 +1,110 @@
+"""Solver kernels against slow pure-Python references."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from env2048 import board as B
+from env2048.tables import board_tables
+from solver.forward import n_chunks_for
+from solver.kernels import (
+    _child_canonical,
+    _images,
+    expand_states,
+    hash_index,
+    lookup,
+    merge_runs,
+    radix_sort,
+    spawn_children,
+)
+
+import naive
+from conftest import PACKED_SHAPES, boards
+
+
+@given(st.lists(st.integers(0, 2**48 - 1), max_size=300), st.sampled_from([12, 36, 48, 64]))
+def test_radix_sort_sorts(values, key_bits):
+    keys = np.array([v % (1 << key_bits) if key_bits < 64 else v for v in values], np.uint64)
+    expected = sorted(int(k) for k in keys)
+    if keys.size:
+        radix_sort(keys, np.empty_like(keys), key_bits)
+    assert [int(k) for k in keys] == expected
+
+
+@given(st.lists(st.lists(st.integers(1, 500), max_size=40), min_size=1, max_size=9))
+def test_merge_runs_is_sorted_union(runs):
+    runs = [sorted(set(r)) for r in runs]
+    buf = np.array([v for r in runs for v in r] + [0], np.uint64)  # + slack so an empty last run has a slot
+    counts = np.array([len(r) for r in runs], np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    got = merge_runs(buf, starts, counts)
+    assert [int(x) for x in got] == sorted(set().union(*runs))
+
+
+@given(st.lists(st.integers(1, 2**40), max_size=200, unique=True), st.lists(st.integers(1, 2**40), max_size=20))
+def test_hash_index_finds_exactly_the_members(members, probes):
+    ids = np.array(sorted(members), np.uint64)
+    values = np.arange(ids.size, dtype=np.float64) + 0.5
+    keys, vals, shift = hash_index(ids, values)
+    for i, x in enumerate(ids):
+        slot = lookup(keys, shift, np.uint64(x))
+        assert slot >= 0 and vals[slot] == values[i]
+    for p in probes:
+        assert (lookup(keys, shift, np.uint64(p)) >= 0) == (p in set(members))
+
+
+def _grid(board_id, rows, cols):
+    return naive.unpack(int(board_id), rows, cols)
+
+
+@given(st.lists(boards(PACKED_SHAPES, max_exp=9), min_size=1, max_size=30))
+def test_expand_states_matches_reference(cases):
+    rows, cols, _ = cases[0]
+    grids = [g for r, c, g in cases if (r, c) == (rows, cols)]
+    states = np.unique(np.array([naive.canonical(g) for g in grids], np.uint64))
+    T = board_tables(rows, cols)
+    buf, starts, counts, terminal = expand_states(states, T, rows * cols, 16, n_chunks_for(states.size))
+    got = merge_runs(buf, starts, counts)
+    expected, dead = set(), 0
+    for s in states:
+        grid = _grid(s, rows, cols)
+        afters = [naive.move(grid, a)[0] for a in range(4)]
+        legal = [a for a in afters if a != grid]
+        dead += not legal
+        expected |= {naive.canonical(a) for a in legal}
+    assert [int(x) for x in got] == sorted(expected) and terminal == dead
+
+
+@given(st.lists(boards(PACKED_SHAPES, max_exp=9), min_size=1, max_size=20), st.booleans(), st.booleans())
+def test_spawn_children_matches_reference(cases, with_two, with_four):
+    rows, cols, _ = cases[0]
+    grids = [g for r, c, g in cases if (r, c) == (rows, cols)]
+    afters = np.unique(np.array([naive.canonical(g) for g in grids], np.uint64))
+    T = board_tables(rows, cols)
+    buf2, starts, c2, buf4, c4 = spawn_children(afters, T.sym_shift, T.sym_bytes, with_two, with_four, 3)
+    twos, fours = set(), set()
+    for a in afters:
+        for child, _ in naive.spawn_outcomes(_grid(a, rows, cols), 0.5):
+            tile = max(
+                child[r][c] for r in range(rows) for c in range(cols) if child[r][c] != _grid(a, rows, cols)[r][c]
+            )
+            (twos if tile == 1 else fours).add(naive.canonical(child))
+    if with_two:
+        assert [int(x) for x in merge_runs(buf2, starts, c2)] == sorted(twos)
+    if with_four:
+        assert [int(x) for x in merge_runs(buf4, starts, c4)] == sorted(fours)
+
+
+@given(boards(PACKED_SHAPES, max_exp=9), st.integers(0, 15), st.sampled_from([1, 2]))
+def test_child_canonical_equals_canonical_of_child(case, cell, tile):
+    rows, cols, grid = case
+    cell %= rows * cols
+    grid[cell // cols][cell % cols] = 0
+    b = B.pack(np.array(grid))
+    T = board_tables(rows, cols)
+    imgs = np.empty(T.sym_shift.shape[0], np.uint64)
+    _images(b, T.sym_bytes, imgs)
+    child = b | (np.uint64(tile) << np.uint64(4 * cell))
+    assert _child_canonical(imgs, T.sym_shift, cell, np.uint64(tile)) == B.canonical(child, rows, cols)
