@@ -26,6 +26,7 @@ __all__ = [
     "Game2048VectorEnv",
     "IllegalActionError",
     "LEFT",
+    "OPTIMAL_SCORE",
     "RIGHT",
     "REGISTERED_IDS",
     "UP",
@@ -47,6 +48,15 @@ REGISTERED_IDS = {
     "Solved2048-4x3": {"rows": 4, "cols": 3},
 }
 
+#: Optimal expected score from the standard random start (p4 = 0.1), as computed by ``python -m solver build``
+#: (2x2, 3x3) and published by Kaneko & Yamashita (4x3, "about 50724.26").
+OPTIMAL_SCORE = {"Solved2048-2x2": 66.9641494571, "Solved2048-3x3": 5468.48679741, "Solved2048-4x3": 50724.26}
+
+# The Solved2048 ids are made by the oracle's factory (named by string: env2048 never imports the oracle), which
+# wraps the env in OracleWrapper when the exact table exists or builds here; pass oracle=False for the bare env.
+_SOLVED_ENTRY = "oracle.wrapper:make_solved_env"
+
 for _id, _kwargs in REGISTERED_IDS.items():
     if _id not in registry:
-        register(id=_id, entry_point=_ENTRY, vector_entry_point=_VECTOR_ENTRY, kwargs=dict(_kwargs))
+        entry = _SOLVED_ENTRY if _id.startswith("Solved2048") else _ENTRY
+        register(id=_id, entry_point=entry, vector_entry_point=_VECTOR_ENTRY, kwargs=dict(_kwargs))

@@ -1,7 +1,39 @@
-"""Exact optimal values, Q-values and regret of any board, from the solver's tables."""
+"""Exact optimal values, Q-values and regret of any board, from the solver's tables.
+
+from oracle import Oracle, regret
+oracle = Oracle.for_board("3x3")          # builds the table into the cache directory on first use
+oracle.q_values(board), oracle.value(board), oracle.best_actions(board), oracle.action_regret(board, 3)
+report = regret(agent, board="3x3", episodes=1000, seed=0)
+"""
 
 from __future__ import annotations
 
-from .oracle import BUILDABLE, BoardNotInTable, Oracle, cache_dir
+import functools
 
-__all__ = ["BUILDABLE", "BoardNotInTable", "Oracle", "cache_dir"]
+from .agent import batch_decider, single_decider
+from .oracle import BUILDABLE, BoardNotInTable, Oracle, cache_dir
+from .regret import RegretReport
+
+__all__ = [
+    "BUILDABLE",
+    "BoardNotInTable",
+    "Oracle",
+    "RegretReport",
+    "batch_decider",
+    "cache_dir",
+    "oracle_for",
+    "regret",
+    "single_decider",
+]
+
+
+@functools.lru_cache(maxsize=4)
+def oracle_for(board: str = "3x3", objective: str = "score", p4: float = 0.1) -> Oracle:
+    """The (cached, per process) oracle of a board's standard table; see :meth:`Oracle.for_board`."""
+    return Oracle.for_board(board, objective, p4)
+
+
+def regret(agent, board: str = "3x3", episodes: int = 1000, seed: int = 0, objective: str = "score",
+           progress: bool = True) -> RegretReport:  # fmt: skip
+    """Play ``agent`` on ``board`` and price every move against the optimum (see :mod:`oracle.regret`)."""
+    return oracle_for(board, objective).regret(agent, episodes=episodes, seed=seed, progress=progress)

@@ -215,6 +215,12 @@ class Oracle:
                                   f"{self._describe(ids[i])}")  # fmt: skip
         return out if batch else float(out[0])
 
+    def regret(self, agent, episodes: int = 1000, seed: int = 0, blunder: float | None = None, progress: bool = True):
+        """Play ``agent`` and price every move: a :class:`~oracle.regret.RegretReport`."""
+        from .regret import play_regret
+
+        return play_regret(self, agent, episodes, seed, blunder, progress)
+
     def __repr__(self) -> str:
         return (f"Oracle({self.spec.describe()}, {self.n_states:,} states, {self.n_afterstates:,} "
                 f"afterstates, V*(start) = {self.start_value:.6f}, table {self.path})")  # fmt: skip

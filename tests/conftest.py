@@ -5,12 +5,16 @@ from __future__ import annotations
 import math
 import os
 import sys
+import tempfile
 
 import numpy as np
 from hypothesis import settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, os.path.dirname(__file__))
+# Tables that gym.make("Solved2048-*") and Oracle.for_board build go to a fresh directory: tests never read a
+# developer's cache (which an older solver may have written) nor write to it.
+os.environ["SOLVED2048_HOME"] = tempfile.mkdtemp(prefix="solved2048-tests-")
 
 settings.register_profile("ci", max_examples=150, deadline=None, derandomize=True)
 settings.register_profile("dev", max_examples=60, deadline=None)

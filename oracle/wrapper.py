@@ -1,0 +1,78 @@
+"""``OracleWrapper``: the oracle's view of every step in ``info``; and the factory behind ``Solved2048-*`` ids.
+
+``gym.make("Solved2048-3x3")`` (and ``-2x2``) builds the exact table into the cache directory on first use
+(about 20 s and 1.3 GB for 3x3) and wraps the env, unless made with ``oracle=False``; ``"Solved2048-4x3"`` is
+wrapped only when given ``oracle_table=PATH`` (its table does not build here).  The registration in ``env2048``
+names this factory by string, so ``env2048`` never imports the oracle.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+from env2048.env import Game2048Env
+
+from .oracle import BUILDABLE, Oracle
+
+_ORACLES: dict[tuple, Oracle] = {}
+
+
+class OracleWrapper(gym.Wrapper):
+    """Adds to ``info``: ``q_values`` (float64[4], NaN for illegal moves) and ``optimal_actions`` (bool[4]) of the
+    current board, and after a step ``regret``: max Q − Q(action) of the action just taken (NaN if it was illegal).
+
+    The wrapped env must play the table's game (same shape and p4).  Values are those of the table's objective.
+    """
+
+    def __init__(self, env: gym.Env, oracle: Oracle):
+        super().__init__(env)
+        base = env.unwrapped
+        if (base.rows, base.cols) != (oracle.rows, oracle.cols) or float(base.p4) != oracle.spec.p4:
+            raise ValueError(
+                f"the env plays {base.rows}x{base.cols} with p4={base.p4}, the oracle's table is "
+                f"{oracle.spec.describe()}"
+            )
+        if oracle.spec.spawn != "random":
+            raise ValueError(f"the env spawns at random; this table's spawn model is {oracle.spec.spawn!r}")
+        self.oracle = oracle
+        self._q = np.full(4, np.nan)
+
+    def _annotate(self, info: dict) -> dict:
+        self._q = self.oracle.q_values(self.env.unwrapped.board)
+        info["q_values"] = self._q.copy()
+        top = np.nanmax(self._q) if not np.isnan(self._q).all() else np.nan
+        info["optimal_actions"] = ~np.isnan(self._q) & (self._q >= top - 1e-12 * max(1.0, abs(top)))
+        return info
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        return obs, self._annotate(info)
+
+    def step(self, action):
+        q = self._q
+        regret = float(np.nanmax(q) - q[int(action)]) if not np.isnan(q[int(action)]) else float("nan")
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        info = self._annotate(info)
+        info["regret"] = regret
+        return obs, reward, terminated, truncated, info
+
+    def action_masks(self) -> np.ndarray:
+        return self.env.unwrapped.action_masks()
+
+
+def shared_oracle(board: str, p4: float, table=None) -> Oracle:
+    """One oracle per (board, p4, table) per process: a 3x3 table takes seconds and 2 GB to load."""
+    key = (board, float(p4), None if table is None else str(table))
+    if key not in _ORACLES:
+        _ORACLES[key] = Oracle.for_board(board, "score", p4, table=table)
+    return _ORACLES[key]
+
+
+def make_solved_env(rows: int, cols: int, oracle: bool = True, oracle_table=None, **kwargs) -> gym.Env:
+    """Entry point of the ``Solved2048-*`` ids: a :class:`Game2048Env`, wrapped in :class:`OracleWrapper` when
+    ``oracle`` and the table exists or builds here (or ``oracle_table`` gives its path)."""
+    env = Game2048Env(rows, cols, **kwargs)
+    if not oracle or (oracle_table is None and (rows, cols) not in BUILDABLE):
+        return env
+    return OracleWrapper(env, shared_oracle(f"{rows}x{cols}", env.p4, oracle_table))
