@@ -11,16 +11,19 @@ from __future__ import annotations
 import functools
 
 from .agent import batch_decider, single_decider
+from .evaluate import Evaluation
 from .oracle import BUILDABLE, BoardNotInTable, Oracle, cache_dir
 from .regret import RegretReport
 
 __all__ = [
     "BUILDABLE",
     "BoardNotInTable",
+    "Evaluation",
     "Oracle",
     "RegretReport",
     "batch_decider",
     "cache_dir",
+    "evaluate",
     "oracle_for",
     "regret",
     "single_decider",
@@ -37,3 +40,8 @@ def regret(agent, board: str = "3x3", episodes: int = 1000, seed: int = 0, objec
            progress: bool = True) -> RegretReport:  # fmt: skip
     """Play ``agent`` on ``board`` and price every move against the optimum (see :mod:`oracle.regret`)."""
     return oracle_for(board, objective).regret(agent, episodes=episodes, seed=seed, progress=progress)
+
+
+def evaluate(agent, board: str = "3x3", objective: str = "score", progress: bool = True) -> Evaluation:
+    """Exact expected score and optimality gap by age of ``agent``'s policy (see :mod:`oracle.evaluate`)."""
+    return oracle_for(board, objective).evaluate(agent, progress=progress)

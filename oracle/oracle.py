@@ -221,6 +221,12 @@ class Oracle:
 
         return play_regret(self, agent, episodes, seed, blunder, progress)
 
+    def evaluate(self, agent, progress: bool = True):
+        """Exact V^π(start) and optimality gap by age of ``agent``: an :class:`~oracle.evaluate.Evaluation`."""
+        from .evaluate import evaluate_policy
+
+        return evaluate_policy(self, agent, progress)
+
     def __repr__(self) -> str:
         return (f"Oracle({self.spec.describe()}, {self.n_states:,} states, {self.n_afterstates:,} "
                 f"afterstates, V*(start) = {self.start_value:.6f}, table {self.path})")  # fmt: skip

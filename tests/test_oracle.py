@@ -173,3 +173,46 @@ def test_solved_env_carries_the_oracle():
     assert not isinstance(gym.make("Solved2048-2x2", oracle=False).env.env, OracleWrapper)
     with pytest.raises(ValueError, match="p4"):
         OracleWrapper(env2048.Game2048Env(2, 2, p4=0.2), Oracle.for_board("2x2"))
+
+
+# -- exact evaluation ------------------------------------------------------------------------------------------
+
+
+def test_evaluate_optimal_equals_v_star(oracle_2x3):
+    from agents import OptimalAgent
+
+    exact = oracle_2x3.evaluate(OptimalAgent(oracle_2x3), progress=False)
+    assert exact.value == pytest.approx(oracle_2x3.start_value, abs=1e-9)
+    assert abs(exact.gap) < 1e-9 and exact.consistency < 1e-9
+
+
+def test_evaluate_matches_monte_carlo(oracle_2x3):
+    """A fixed simple policy (first legal of LEFT, UP, RIGHT, DOWN), exact vs played; and the random policy
+    evaluated on raw or canonical boards gives the same exact value."""
+    from agents import GreedyAgent, RandomAgent
+
+    greedy = GreedyAgent()
+    exact = oracle_2x3.evaluate(greedy, progress=False)
+    played = oracle_2x3.regret(greedy, episodes=1500, seed=5, progress=False)
+    assert abs(played.mean_score - exact.value) <= played.score_ci
+    assert abs(played.mean_regret - exact.gap) <= max(played.regret_ci, 1e-9)
+    assert exact.consistency < 1e-9
+    values = {s: oracle_2x3.evaluate(type("R", (RandomAgent,), {"symmetric": s})(), progress=False).value
+              for s in (False, True)}  # fmt: skip
+    assert values[False] == pytest.approx(values[True], abs=1e-9)
+
+
+def test_evaluate_rejects_illegal_actions(oracle_2x3):
+    with pytest.raises(ValueError, match="illegal"):
+        oracle_2x3.evaluate(lambda obs, info: 0, progress=False)
+
+
+@pytest.mark.slow
+def test_3x3_oracle_from_cache_and_exact_optimal_value():
+    from agents import OptimalAgent
+
+    oracle = Oracle.for_board("3x3", progress=False)
+    assert oracle.n_states == 48_713_519 and oracle.n_afterstates == 31_431_374
+    start = np.array([[1, 0, 0], [0, 0, 0], [0, 0, 1]])
+    assert oracle.value(start) == pytest.approx(np.nanmax(oracle.q_values(start)))
+    assert oracle.evaluate(OptimalAgent(oracle), progress=False).value == pytest.approx(oracle.start_value, abs=1e-9)

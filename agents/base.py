@@ -1,0 +1,27 @@
+"""Agent protocol (defined in :mod:`oracle.agent`, where the oracle consumes it) and a common base class.
+
+Every agent here has ``act(observation, info) -> int`` and ``act_batch(boards, masks) -> int64[n]`` and takes
+a ``seed``: the same seed gives the same games.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from oracle.agent import batch_decider, single_decider
+
+__all__ = ["Agent", "batch_decider", "single_decider"]
+
+
+class Agent:
+    """Base class: subclasses implement ``act_batch``; ``act`` calls it on one board."""
+
+    name = "agent"
+    #: True if the action on a mirrored board is the mirrored action (exact evaluation may use canonical boards)
+    symmetric = False
+
+    def act_batch(self, boards: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def act(self, observation: np.ndarray, info: dict) -> int:
+        return int(self.act_batch(np.asarray(observation)[None], np.asarray(info["action_mask"])[None])[0])

@@ -1,0 +1,77 @@
+"""Baseline agents: uniformly random, greedy (largest immediate reward), and optimal (from the oracle)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from env2048 import board as B
+
+from .base import Agent
+
+#: Tie-break order of the greedy and optimal agents: LEFT, UP, RIGHT, DOWN.
+PREFERENCE = (3, 0, 1, 2)
+
+
+class RandomAgent(Agent):
+    """A uniformly random legal move.  ``action_probs`` gives the exact policy (uniform over legal moves)."""
+
+    name = "random"
+    symmetric = True
+
+    def __init__(self, seed: int = 0):
+        self.rng = np.random.default_rng(seed)
+
+    def act_batch(self, boards, masks):
+        masks = np.asarray(masks, bool)
+        counts = masks.sum(axis=1)
+        pick = (self.rng.random(masks.shape[0]) * np.maximum(counts, 1)).astype(np.int64)
+        order = np.cumsum(masks, axis=1) - 1  # rank of each legal action among the legal ones
+        hit = masks & (order == pick[:, None])
+        return np.where(counts > 0, hit.argmax(axis=1), 0)
+
+    def action_probs(self, boards, masks):
+        masks = np.asarray(masks, bool)
+        return masks / np.maximum(masks.sum(axis=1, keepdims=True), 1)
+
+
+class GreedyAgent(Agent):
+    """The legal move with the largest merge reward; ties go to the first of LEFT, UP, RIGHT, DOWN.
+    Deterministic (the seed is accepted for a uniform interface and unused)."""
+
+    name = "greedy"
+
+    def __init__(self, seed: int = 0):
+        self.seed = seed
+
+    def act_batch(self, boards, masks):
+        boards = np.asarray(boards)
+        rows, cols = boards.shape[-2:]
+        ids = B.pack(boards.reshape(-1, rows, cols).astype(np.uint8))
+        best_reward = np.full(ids.size, -1, np.int64)
+        best = np.zeros(ids.size, np.int64)
+        for a in PREFERENCE:
+            after, reward = B.move(ids, a, rows, cols)
+            better = (after != ids) & (reward > best_reward)
+            best_reward[better] = reward[better]
+            best[better] = a
+        return best
+
+
+class OptimalAgent(Agent):
+    """An optimal move from the oracle (the first optimal one of LEFT, UP, RIGHT, DOWN).  Its exact value is
+    V*, whichever optimal move it picks, so exact evaluation may treat it as symmetric."""
+
+    name = "optimal"
+    symmetric = True
+
+    def __init__(self, oracle, seed: int = 0):
+        self.oracle = oracle
+        self.seed = seed
+
+    def act_batch(self, boards, masks):
+        best = self.oracle.best_actions(np.asarray(boards).astype(np.int64))
+        best = np.atleast_2d(best)
+        out = np.zeros(best.shape[0], np.int64)
+        for a in reversed(PREFERENCE):
+            out[best[:, a]] = a
+        return out

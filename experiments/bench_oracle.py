@@ -1,0 +1,53 @@
+"""Oracle figures on 3x3: batched lookup throughput, Monte-Carlo regret and exact evaluation of the baselines.
+
+    python -m experiments.bench_oracle [--episodes 1000] [--repeats 5] [--table PATH]
+
+Throughput: ``q_values`` on 2,000,000 boards drawn uniformly from the table's states (a worst case for the
+caches), median of ``--repeats``.  Regret: ``Oracle.regret`` with seed 0.  Exact: ``Oracle.evaluate``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from agents import GreedyAgent, OptimalAgent, RandomAgent
+from oracle import Oracle
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--episodes", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--table", default=None, help="3x3 table (default: the cache, built on first use)")
+    args = parser.parse_args(argv)
+    t = time.perf_counter()
+    oracle = Oracle.for_board("3x3", table=args.table)
+    print(f"loaded {oracle} in {time.perf_counter() - t:.1f} s")
+
+    keys = oracle._state_index[0]
+    states = keys[keys != 0]
+    boards = np.ascontiguousarray(states[np.random.default_rng(0).integers(0, states.size, 2_000_000)])
+    oracle.q_values(boards[:100])
+    rates = []
+    for _ in range(args.repeats):
+        t = time.perf_counter()
+        oracle.q_values(boards)
+        rates.append(boards.size / (time.perf_counter() - t))
+    print(f"q_values: {statistics.median(rates):,.0f} boards/s (median of {args.repeats}: "
+          f"{', '.join(f'{r:,.0f}' for r in rates)})")  # fmt: skip
+
+    for agent in (RandomAgent(seed=0), GreedyAgent(), OptimalAgent(oracle)):
+        t = time.perf_counter()
+        report = oracle.regret(agent, episodes=args.episodes, seed=0, progress=False)
+        print(f"regret {agent.name:>8}: {report.summary()} [{time.perf_counter() - t:.1f} s]")
+        exact = oracle.evaluate(agent, progress=False)
+        print(f"exact  {agent.name:>8}: V^pi = {exact.value:.6f} ({exact.percent_of_optimal:.3f}% of V*), gap "
+              f"{exact.gap:.6f}, {exact.states:,} boards, {exact.seconds:.1f} s")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

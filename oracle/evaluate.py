@@ -1,0 +1,201 @@
+"""Exact evaluation of a policy: its expected score from the random start, and where it loses against the optimum.
+
+A forward pass over the boards the policy can reach, age by age, carries each board's exact visit probability
+d(s) (start distribution, the policy's action probabilities, the spawn probabilities).  Then, exactly:
+
+* ``V^π(start) = Σ_s d(s) Σ_a π(a|s) r(s, a)`` (expected total reward, by linearity of expectation), and
+* ``V*(start) − V^π(start) = Σ_s d(s) Σ_a π(a|s) (max Q*(s) − Q*(s, a))`` (performance difference identity).
+
+Both are computed; they agree to rounding, which checks the oracle and the pass against each other.  The
+second, split by age, is the exact optimality gap by age.  Boards are kept raw, so any policy is exact; an agent
+with ``symmetric = True`` (its action on a mirrored board is the mirrored action) is evaluated on canonical
+boards, up to 8x fewer.  ``action_probs(boards, masks)`` on the agent gives a stochastic policy exactly; without
+it the agent's ``act_batch`` (or ``act``) is taken as deterministic.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+import numba
+import numpy as np
+from tqdm.auto import tqdm
+
+from env2048 import board as B
+from env2048.board import _canonical_fast, _move
+from env2048.tables import board_tables
+
+from .agent import batch_decider
+
+
+@dataclass
+class Evaluation:
+    """Exact figures of a policy (per-age arrays aligned with ``ages``)."""
+
+    board: str
+    objective: str
+    value: float  # V^π(start): expected score (or win probability for tile:K)
+    optimal_value: float  # V*(start)
+    gap: float  # V*(start) − V^π(start) from the per-move regrets
+    consistency: float  # |V* − gap − value|: rounding only
+    states: int  # (raw or canonical) boards the policy reaches
+    seconds: float
+    ages: np.ndarray = field(repr=False)
+    visits: np.ndarray = field(repr=False)  # expected number of moves made at each age (Σ d(s))
+    gap_by_age: np.ndarray = field(repr=False)
+
+    @property
+    def percent_of_optimal(self) -> float:
+        return 100.0 * self.value / self.optimal_value if self.optimal_value else float("nan")
+
+    def to_dict(self) -> dict:
+        out = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in asdict(self).items()}
+        out["percent_of_optimal"] = self.percent_of_optimal
+        return out
+
+
+@numba.njit(cache=True)
+def _step_layer(ids, weight, policy, T, p4, win_exponent, score, symmetric):
+    """Expand one layer: ``(reward_mass, win_mass, child2, w2, child4, w4)``.
+
+    ``reward_mass`` = Σ_s d(s) Σ_a π(a|s) r(s, a); ``win_mass`` the probability of winning moves (tile:K);
+    children of tile 2 (age + 2) and tile 4 (age + 4) with their probability mass, unsorted, duplicates kept.
+    """
+    rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
+    cells = rows * cols
+    n = ids.shape[0]
+    cap = 0
+    for i in range(n):
+        for a in range(4):
+            if policy[i, a] > 0:
+                cap += cells
+    child2 = np.empty(cap, np.uint64)
+    child4 = np.empty(cap, np.uint64)
+    w2 = np.empty(cap, np.float64)
+    w4 = np.empty(cap, np.float64)
+    k = 0
+    reward_mass = 0.0
+    win_mass = 0.0
+    for i in range(n):
+        b = ids[i]
+        for a in range(4):
+            pa = policy[i, a]
+            if pa <= 0:
+                continue
+            after, reward = _move(b, a, rows, cols, moves)
+            mass = weight[i] * pa
+            if score:
+                reward_mass += mass * reward
+            top = 0
+            empty = 0
+            for c in range(cells):
+                v = (after >> np.uint64(4 * c)) & np.uint64(15)
+                top = max(top, v)
+                empty += v == 0
+            if win_exponent <= 15 and top >= win_exponent:
+                win_mass += mass
+                continue
+            for c in range(cells):
+                shift = np.uint64(4 * c)
+                if (after >> shift) & np.uint64(15):
+                    continue
+                c2 = after | (np.uint64(1) << shift)
+                c4 = after | (np.uint64(2) << shift)
+                if symmetric:
+                    c2 = _canonical_fast(c2, rows, cols, sym_lines, sym_bytes)
+                    c4 = _canonical_fast(c4, rows, cols, sym_lines, sym_bytes)
+                child2[k] = c2
+                child4[k] = c4
+                w2[k] = mass * (1.0 - p4) / empty
+                w4[k] = mass * p4 / empty
+                k += 1
+    return reward_mass, win_mass, child2[:k], w2[:k], child4[:k], w4[:k]
+
+
+def _merge(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Sum the weights of equal IDs: sorted unique IDs and their total weight."""
+    ids = np.concatenate([p[0] for p in parts])
+    w = np.concatenate([p[1] for p in parts])
+    order = np.argsort(ids, kind="stable")
+    ids, w = ids[order], w[order]
+    if ids.size == 0:
+        return ids, w
+    starts = np.concatenate([[0], np.flatnonzero(ids[1:] != ids[:-1]) + 1])
+    return ids[starts], np.add.reduceat(w, starts)
+
+
+def policy_matrix(agent, boards: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """``float64 (n, 4)``: the agent's action probabilities (one-hot for a deterministic agent), validated."""
+    if hasattr(agent, "action_probs"):
+        probs = np.asarray(agent.action_probs(boards, masks), np.float64)
+        if probs.shape != masks.shape or (probs[~masks] != 0).any() or not np.allclose(probs.sum(1), 1):
+            raise ValueError("action_probs must give (n, 4) probabilities summing to 1 over legal actions only")
+        return probs
+    actions = batch_decider(agent)(boards, masks)
+    if actions.shape != (boards.shape[0],) or (actions < 0).any() or (actions > 3).any():
+        raise ValueError("the agent must return one action in 0..3 per board")
+    if not masks[np.arange(actions.size), actions].all():
+        i = int(np.flatnonzero(~masks[np.arange(actions.size), actions])[0])
+        raise ValueError(f"the agent chose illegal action {actions[i]} on board\n{boards[i]}")
+    probs = np.zeros(masks.shape)
+    probs[np.arange(actions.size), actions] = 1.0
+    return probs
+
+
+def evaluate_policy(oracle, agent, progress: bool = True, batch: int = 1 << 18) -> Evaluation:
+    """Exact :class:`Evaluation` of ``agent`` against ``oracle``'s table (see the module docstring)."""
+    spec = oracle.spec
+    if spec.spawn != "random":
+        raise ValueError(f"exact evaluation plays the real game; this table's spawn model is {spec.spawn!r}")
+    T = board_tables(spec.rows, spec.cols)
+    symmetric = bool(getattr(agent, "symmetric", False))
+    start_ids, start_probs = B.start_states(spec.rows, spec.cols, spec.p4, canonical_only=symmetric)
+    keep = start_probs > 0
+    pending: dict[int, list] = {}
+    ages = B.age(start_ids[keep], spec.rows, spec.cols)
+    for age in np.unique(ages):
+        sel = ages == age
+        pending[int(age)] = [(start_ids[keep][sel], start_probs[keep][sel])]
+    t0 = time.perf_counter()
+    value = 0.0
+    out_ages, visits, gaps = [], [], []
+    n_states = 0
+    score = spec.objective == "score"
+    bar = tqdm(desc=f"evaluate {spec.board}", unit=" ages", disable=not progress)
+    while pending:
+        age = min(pending)
+        ids, weight = _merge(pending.pop(age))
+        n_states += ids.size
+        gap = 0.0
+        for lo in range(0, ids.size, batch):
+            part, w = ids[lo : lo + batch], weight[lo : lo + batch]
+            boards = B.unpack(part, spec.rows, spec.cols)
+            masks = B.legal_actions(part, spec.rows, spec.cols)
+            live = masks.any(axis=1)
+            policy = np.zeros(masks.shape)
+            if live.any():
+                policy[live] = policy_matrix(agent, boards[live], masks[live])
+                q = oracle.q_values(part[live])
+                regret = np.nanmax(q, axis=1, keepdims=True) - q
+                gap += float(np.sum(w[live] * np.nansum(policy[live] * np.where(np.isnan(q), 0, regret), axis=1)))
+            reward_mass, win_mass, c2, w2, c4, w4 = _step_layer(
+                part, w, policy, T, spec.p4, spec.win_exponent, score, symmetric
+            )
+            value += reward_mass + win_mass
+            for child_age, c, cw in ((age + 2, c2, w2), (age + 4, c4, w4)):
+                if c.size and cw.any():
+                    nz = cw > 0
+                    pending.setdefault(child_age, []).append((c[nz], cw[nz]))
+        out_ages.append(age)
+        visits.append(float(weight[B.legal_actions(ids, spec.rows, spec.cols).any(axis=1)].sum()) if ids.size else 0)
+        gaps.append(gap)
+        bar.update()
+    bar.close()
+    total_gap = float(np.sum(gaps))
+    return Evaluation(
+        board=spec.board, objective=spec.objective, value=value, optimal_value=oracle.start_value, gap=total_gap,
+        consistency=abs(oracle.start_value - total_gap - value), states=n_states,
+        seconds=time.perf_counter() - t0, ages=np.array(out_ages), visits=np.array(visits),
+        gap_by_age=np.array(gaps),
+    )  # fmt: skip
