@@ -136,11 +136,11 @@ def play_regret(oracle, agent, episodes: int = 1000, seed: int = 0, blunder: flo
             if not 0 <= action <= 3 or np.isnan(q[action]):
                 raise ValueError(f"agent chose action {action}, which is illegal here (mask {info['action_mask']})")
             best = np.nanmax(q)
-            r = float(best - q[action])
+            is_optimal = q[action] >= best - 1e-12 * max(1.0, abs(best))
+            r = 0.0 if is_optimal else float(best - q[action])  # ties within rounding are not regret
             slot = info["age"] // 2
             visits[slot] += 1
             regret_sum[slot] += r
-            is_optimal = q[action] >= best - 1e-12 * max(1.0, abs(best))
             optimal[slot] += is_optimal
             blunders[slot] += r > threshold
             total += r

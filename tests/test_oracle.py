@@ -128,9 +128,8 @@ class OptimalAgent:
 
 def test_optimal_agent_has_zero_regret_and_scores_v_star(oracle_2x3):
     report = oracle_2x3.regret(OptimalAgent(oracle_2x3), episodes=400, seed=0, progress=False)
-    # Zero up to rounding: symmetric moves' Q-values can differ in the last bit.
-    assert abs(report.mean_regret) < 1e-9 and report.optimal_move_rate == 1.0
-    assert np.all(np.abs(report.mean_regret_by_age) < 1e-9)
+    assert report.mean_regret == 0 and report.optimal_move_rate == 1.0
+    assert np.all(report.mean_regret_by_age == 0)
     assert abs(report.mean_score - report.start_value) <= report.score_ci
 
 
