@@ -36,7 +36,7 @@ def draw_key(generator: np.random.Generator) -> np.uint64:
 @numba.njit(cache=True, inline="always")
 def next_uniform(key):
     """SplitMix64 step: ``(new_key, u)`` with ``u`` uniform in [0, 1) on a 2**-53 grid."""
-    key = key + _GOLDEN_GAMMA
+    key = np.uint64(key) + _GOLDEN_GAMMA
     z = key
     z = (z ^ (z >> np.uint64(30))) * _MIX1
     z = (z ^ (z >> np.uint64(27))) * _MIX2

@@ -1,0 +1,233 @@
+"""n-tuple network agent trained by afterstate TD(0) (Szubert & Jaśkowski 2014), numba kernels throughout.
+
+The value of an afterstate is a sum of table lookups: for every tuple (a list of cells) and every symmetry of the
+board, the exponents in the tuple's (mapped) cells form an index into that tuple's weight table, so weights are
+shared across symmetries.  Play is greedy on ``reward + V(afterstate)``; learning moves ``V(afterstate)`` toward
+``r' + V(afterstate')`` of the next move (0 at the end of the game).
+
+Arrays: ``weights float32[sum of base**len(tuple)]`` (one flat array, tuple t at ``offsets[t]``);
+``rows_cells int64[n_sym * n_tuples, max_len]`` the cells of every symmetric image of every tuple (-1 padded),
+``rows_tuple int64[n_sym * n_tuples]`` the tuple each image indexes.  Exponents above ``base - 1`` are clipped.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from env2048 import board as B
+from env2048.board import _move
+from env2048.engine import next_uniform
+from env2048.shape import check_packable
+from env2048.tables import board_tables
+
+from .base import Agent
+
+#: Default tuple shapes (cells are row-major indices ``row * cols + col``).
+DEFAULT_TUPLES = {
+    (4, 4): [[0, 1, 2, 3, 4, 5], [4, 5, 6, 7, 8, 9], [0, 1, 2, 4, 5, 6], [4, 5, 6, 8, 9, 10]],  # Jaśkowski's 4×6
+    (3, 3): [[0, 1, 2, 3, 4, 5], [0, 1, 3, 4, 6, 7], [0, 1, 2, 4, 5, 8], [1, 3, 4, 5, 7, 0]],
+    (4, 3): [[0, 1, 2, 3, 4, 5], [3, 4, 5, 6, 7, 8], [0, 1, 3, 4, 6, 7], [0, 1, 2, 3, 4, 6]],
+}
+
+
+@numba.njit(cache=True, inline="always")
+def _index(b, cells, base):
+    idx = np.int64(0)
+    for k in range(cells.shape[0]):
+        c = cells[k]
+        if c < 0:
+            break
+        v = np.int64((b >> np.uint64(4 * c)) & np.uint64(15))
+        idx = idx * base + min(v, base - 1)
+    return idx
+
+
+@numba.njit(cache=True)
+def evaluate_afterstate(b, weights, offsets, rows_cells, rows_tuple, base):
+    """V(b) = Σ over symmetric tuple images of the weight at the image's index."""
+    total = 0.0
+    for r in range(rows_cells.shape[0]):
+        total += weights[offsets[rows_tuple[r]] + _index(b, rows_cells[r], base)]
+    return total
+
+
+@numba.njit(cache=True)
+def _update(b, delta, weights, offsets, rows_cells, rows_tuple, base):
+    for r in range(rows_cells.shape[0]):
+        weights[offsets[rows_tuple[r]] + _index(b, rows_cells[r], base)] += delta
+
+
+@numba.njit(cache=True)
+def _best_move(b, rows, cols, moves, weights, offsets, rows_cells, rows_tuple, base):
+    """``(action, reward, afterstate)`` maximising reward + V(afterstate); action -1 if none is legal."""
+    best_a = -1
+    best_v = -np.inf
+    best_r = 0
+    best_after = b
+    for a in range(4):
+        after, reward = _move(b, a, rows, cols, moves)
+        if after == b:
+            continue
+        v = reward + evaluate_afterstate(after, weights, offsets, rows_cells, rows_tuple, base)
+        if v > best_v:
+            best_a, best_v, best_r, best_after = a, v, reward, after
+    return best_a, best_r, best_after
+
+
+@numba.njit(cache=True, inline="always")
+def _spawn_packed(b, cells, p4, key):
+    key, u_cell = next_uniform(key)
+    key, u_tile = next_uniform(key)
+    empty = 0
+    for c in range(cells):
+        empty += ((b >> np.uint64(4 * c)) & np.uint64(15)) == 0
+    k = min(int(u_cell * empty), empty - 1)
+    for c in range(cells):
+        if ((b >> np.uint64(4 * c)) & np.uint64(15)) == 0:
+            if k == 0:
+                tile = np.uint64(2) if u_tile < p4 else np.uint64(1)
+                return b | (tile << np.uint64(4 * c)), key
+            k -= 1
+    return b, key
+
+
+@numba.njit(cache=True)
+def train_episodes(n_episodes, T, p4, alpha, key, weights, offsets, rows_cells, rows_tuple, base, learn):
+    """Play ``n_episodes`` greedy games, learning by afterstate TD(0) if ``learn``.
+
+    Returns ``(scores int64[n], moves int64[n], max_exponent int64[n], key)``; ``weights`` is updated in place.
+    """
+    rows, cols, moves = T.rows, T.cols, T.moves
+    cells = rows * cols
+    scores = np.zeros(n_episodes, np.int64)
+    n_moves = np.zeros(n_episodes, np.int64)
+    top = np.zeros(n_episodes, np.int64)
+    for ep in range(n_episodes):
+        b = np.uint64(0)
+        b, key = _spawn_packed(b, cells, p4, key)
+        b, key = _spawn_packed(b, cells, p4, key)
+        a, r, after = _best_move(b, rows, cols, moves, weights, offsets, rows_cells, rows_tuple, base)
+        while a >= 0:
+            scores[ep] += r
+            n_moves[ep] += 1
+            b, key = _spawn_packed(after, cells, p4, key)
+            a2, r2, after2 = _best_move(b, rows, cols, moves, weights, offsets, rows_cells, rows_tuple, base)
+            if learn:
+                v = evaluate_afterstate(after, weights, offsets, rows_cells, rows_tuple, base)
+                target = 0.0
+                if a2 >= 0:
+                    target = r2 + evaluate_afterstate(after2, weights, offsets, rows_cells, rows_tuple, base)
+                _update(after, alpha * (target - v), weights, offsets, rows_cells, rows_tuple, base)
+            a, r, after = a2, r2, after2
+        best = 0
+        for c in range(cells):
+            best = max(best, int((b >> np.uint64(4 * c)) & np.uint64(15)))
+        top[ep] = best
+    return scores, n_moves, top, key
+
+
+@numba.njit(cache=True)
+def _act_many(ids, T, weights, offsets, rows_cells, rows_tuple, base):
+    out = np.zeros(ids.shape[0], np.int64)
+    for i in range(ids.shape[0]):
+        a, _, _ = _best_move(ids[i], T.rows, T.cols, T.moves, weights, offsets, rows_cells, rows_tuple, base)
+        out[i] = max(a, 0)
+    return out
+
+
+@dataclass
+class TrainStats:
+    episodes: int
+    moves: int
+    seconds: float
+    mean_score: float
+    max_exponent_counts: dict
+
+    @property
+    def moves_per_second(self) -> float:
+        return self.moves / self.seconds if self.seconds else float("nan")
+
+
+class NTupleAgent(Agent):
+    """Greedy (1-ply) player on an n-tuple afterstate value function; ``train`` learns it by TD(0).
+
+    ``tuples``: lists of cells (row-major indices); default :data:`DEFAULT_TUPLES` for 3x3, 4x3, 4x4.
+    ``alpha``: learning rate, divided by the number of weights summed per value (``n_sym * n_tuples``), the
+    usual normalisation.  ``init``: initial value of a board (optimistic initialisation when > 0), spread over
+    the weights.  ``seed`` fixes the training and play randomness.
+    """
+
+    name = "ntuple"
+    symmetric = True
+
+    def __init__(self, rows: int = 4, cols: int = 4, tuples=None, alpha: float = 0.1, init: float = 0.0,
+                 p4: float = 0.1, seed: int = 0):  # fmt: skip
+        check_packable(rows, cols)
+        self.rows, self.cols, self.p4 = rows, cols, float(B.check_p4(p4))
+        tuples = DEFAULT_TUPLES.get((rows, cols)) if tuples is None else tuples
+        if not tuples:
+            raise ValueError(f"no default tuples for a {rows}x{cols} board: pass tuples=[[cells...], ...]")
+        cells = rows * cols
+        for t in tuples:
+            if not t or len(set(t)) != len(t) or min(t) < 0 or max(t) >= cells:
+                raise ValueError(f"tuple {t} must list distinct cells in [0, {cells - 1}]")
+        self.tuples = [list(map(int, t)) for t in tuples]
+        self.base = min(16, cells + 2)
+        sizes = [self.base ** len(t) for t in self.tuples]
+        if sum(sizes) > 2**31:
+            raise ValueError(f"{sum(sizes):,} weights: too many (use shorter tuples)")
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        T = board_tables(rows, cols)
+        dest = np.argsort(T.sym_perm, axis=1)  # dest[s, cell]: where symmetry s sends a cell
+        longest = max(len(t) for t in self.tuples)
+        images = []
+        for s in range(dest.shape[0]):
+            for ti, t in enumerate(self.tuples):
+                images.append(([int(dest[s, c]) for c in t] + [-1] * (longest - len(t)), ti))
+        self.rows_cells = np.array([cells_ for cells_, _ in images], np.int64)
+        self.rows_tuple = np.array([ti for _, ti in images], np.int64)
+        self.alpha = float(alpha)
+        self.weights = np.full(sum(sizes), init / len(images), np.float32)
+        self.key = np.uint64(np.random.default_rng(seed).integers(0, 2**64, dtype=np.uint64))
+        self._T = T
+
+    def _args(self):
+        return self.weights, self.offsets, self.rows_cells, self.rows_tuple, self.base
+
+    def value(self, afterstate) -> float:
+        """V of one packed afterstate."""
+        return float(evaluate_afterstate(np.uint64(afterstate), *self._args()))
+
+    def train(self, episodes: int, learn: bool = True) -> TrainStats:
+        """Play ``episodes`` games, learning unless ``learn=False``; returns scores and speed."""
+        t = time.perf_counter()
+        alpha = self.alpha / self.rows_cells.shape[0]
+        scores, moves, top, key = train_episodes(int(episodes), self._T, self.p4, alpha, self.key, *self._args(), learn)
+        self.key = np.uint64(key)  # numba hands a uint64 back as a Python int; keep the generator state unsigned
+        dt = time.perf_counter() - t
+        counts = {int(1 << k): int((top >= k).sum()) for k in np.unique(top)}
+        return TrainStats(int(episodes), int(moves.sum()), dt, float(scores.mean()), counts)
+
+    def act_batch(self, boards, masks):
+        boards = np.asarray(boards)
+        ids = np.asarray(B.pack(boards.reshape(-1, self.rows, self.cols).astype(np.uint8)), np.uint64)
+        return _act_many(ids, self._T, *self._args())
+
+    def save(self, path) -> None:
+        np.savez(path, weights=self.weights, tuples=np.array(self.tuples, dtype=object), rows=self.rows,
+                 cols=self.cols, alpha=self.alpha, p4=self.p4, key=self.key)  # fmt: skip
+
+    @classmethod
+    def load(cls, path) -> NTupleAgent:
+        data = np.load(path, allow_pickle=True)
+        agent = cls(int(data["rows"]), int(data["cols"]), [list(t) for t in data["tuples"]],
+                    alpha=float(data["alpha"]), p4=float(data["p4"]))  # fmt: skip
+        if data["weights"].shape != agent.weights.shape:
+            raise ValueError(f"{path}: {data['weights'].shape[0]} weights, the tuples need {agent.weights.shape[0]}")
+        agent.weights = data["weights"].astype(np.float32)
+        agent.key = np.uint64(data["key"])
+        return agent
