@@ -34,48 +34,60 @@ DEFAULT_TUPLES = {
 }
 
 
-@numba.njit(cache=True, inline="always")
-def _index(b, cells, base):
-    idx = np.int64(0)
-    for k in range(cells.shape[0]):
-        c = cells[k]
-        if c < 0:
-            break
-        v = np.int64((b >> np.uint64(4 * c)) & np.uint64(15))
-        idx = idx * base + min(v, base - 1)
-    return idx
-
-
 @numba.njit(cache=True)
 def evaluate_afterstate(b, weights, offsets, rows_cells, rows_tuple, base):
     """V(b) = Σ over symmetric tuple images of the weight at the image's index."""
     total = 0.0
+    # Exponents of all cells first (clipped to the weight tables' base), then pure array arithmetic per image.
+    exps = np.empty(16, np.int64)
+    for c in range(16):
+        exps[c] = min(np.int64((b >> np.uint64(4 * c)) & np.uint64(15)), base - 1)
+    width = rows_cells.shape[1]
     for r in range(rows_cells.shape[0]):
-        total += weights[offsets[rows_tuple[r]] + _index(b, rows_cells[r], base)]
+        idx = np.int64(0)
+        for k in range(width):
+            c = rows_cells[r, k]
+            if c < 0:
+                break
+            idx = idx * base + exps[c]
+        total += weights[offsets[rows_tuple[r]] + idx]
     return total
 
 
 @numba.njit(cache=True)
 def _update(b, delta, weights, offsets, rows_cells, rows_tuple, base):
+    """Add ``delta`` to every weight V(b) reads."""
+    exps = np.empty(16, np.int64)
+    for c in range(16):
+        exps[c] = min(np.int64((b >> np.uint64(4 * c)) & np.uint64(15)), base - 1)
+    width = rows_cells.shape[1]
     for r in range(rows_cells.shape[0]):
-        weights[offsets[rows_tuple[r]] + _index(b, rows_cells[r], base)] += delta
+        idx = np.int64(0)
+        for k in range(width):
+            c = rows_cells[r, k]
+            if c < 0:
+                break
+            idx = idx * base + exps[c]
+        weights[offsets[rows_tuple[r]] + idx] += delta
 
 
 @numba.njit(cache=True)
 def _best_move(b, rows, cols, moves, weights, offsets, rows_cells, rows_tuple, base):
-    """``(action, reward, afterstate)`` maximising reward + V(afterstate); action -1 if none is legal."""
+    """``(action, reward, afterstate, V(afterstate))`` maximising reward + V(afterstate); action -1 if none is
+    legal."""
     best_a = -1
     best_v = -np.inf
     best_r = 0
     best_after = b
+    best_value = 0.0
     for a in range(4):
         after, reward = _move(b, a, rows, cols, moves)
         if after == b:
             continue
-        v = reward + evaluate_afterstate(after, weights, offsets, rows_cells, rows_tuple, base)
-        if v > best_v:
-            best_a, best_v, best_r, best_after = a, v, reward, after
-    return best_a, best_r, best_after
+        value = evaluate_afterstate(after, weights, offsets, rows_cells, rows_tuple, base)
+        if reward + value > best_v:
+            best_a, best_v, best_r, best_after, best_value = a, reward + value, reward, after, value
+    return best_a, best_r, best_after, best_value
 
 
 @numba.njit(cache=True, inline="always")
@@ -110,17 +122,16 @@ def train_episodes(n_episodes, T, p4, alpha, key, weights, offsets, rows_cells, 
         b = np.uint64(0)
         b, key = _spawn_packed(b, cells, p4, key)
         b, key = _spawn_packed(b, cells, p4, key)
-        a, r, after = _best_move(b, rows, cols, moves, weights, offsets, rows_cells, rows_tuple, base)
+        a, r, after, _ = _best_move(b, rows, cols, moves, weights, offsets, rows_cells, rows_tuple, base)
         while a >= 0:
             scores[ep] += r
             n_moves[ep] += 1
             b, key = _spawn_packed(after, cells, p4, key)
-            a2, r2, after2 = _best_move(b, rows, cols, moves, weights, offsets, rows_cells, rows_tuple, base)
+            a2, r2, after2, v2 = _best_move(b, rows, cols, moves, weights, offsets, rows_cells, rows_tuple, base)
             if learn:
+                # V(after) is re-read: the previous update may have moved weights it shares.
                 v = evaluate_afterstate(after, weights, offsets, rows_cells, rows_tuple, base)
-                target = 0.0
-                if a2 >= 0:
-                    target = r2 + evaluate_afterstate(after2, weights, offsets, rows_cells, rows_tuple, base)
+                target = r2 + v2 if a2 >= 0 else 0.0
                 _update(after, alpha * (target - v), weights, offsets, rows_cells, rows_tuple, base)
             a, r, after = a2, r2, after2
         best = 0
@@ -134,7 +145,7 @@ def train_episodes(n_episodes, T, p4, alpha, key, weights, offsets, rows_cells, 
 def _act_many(ids, T, weights, offsets, rows_cells, rows_tuple, base):
     out = np.zeros(ids.shape[0], np.int64)
     for i in range(ids.shape[0]):
-        a, _, _ = _best_move(ids[i], T.rows, T.cols, T.moves, weights, offsets, rows_cells, rows_tuple, base)
+        a, _, _, _ = _best_move(ids[i], T.rows, T.cols, T.moves, weights, offsets, rows_cells, rows_tuple, base)
         out[i] = max(a, 0)
     return out
 
