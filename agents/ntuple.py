@@ -72,6 +72,28 @@ def _update(b, delta, weights, offsets, rows_cells, rows_tuple, base):
 
 
 @numba.njit(cache=True)
+def _update_tc(b, error, alpha, weights, coherence_e, coherence_a, offsets, rows_cells, rows_tuple, base):
+    """Temporal coherence (Jaśkowski): each weight moves by ``alpha * |E|/A * error`` (rate 1 while A = 0), where E
+    accumulates the errors it received and A their absolute values."""
+    exps = np.empty(16, np.int64)
+    for c in range(16):
+        exps[c] = min(np.int64((b >> np.uint64(4 * c)) & np.uint64(15)), base - 1)
+    width = rows_cells.shape[1]
+    for r in range(rows_cells.shape[0]):
+        idx = np.int64(0)
+        for k in range(width):
+            c = rows_cells[r, k]
+            if c < 0:
+                break
+            idx = idx * base + exps[c]
+        j = offsets[rows_tuple[r]] + idx
+        rate = abs(coherence_e[j]) / coherence_a[j] if coherence_a[j] > 0 else 1.0
+        weights[j] += alpha * rate * error
+        coherence_e[j] += error
+        coherence_a[j] += abs(error)
+
+
+@numba.njit(cache=True)
 def _best_move(b, rows, cols, moves, weights, offsets, rows_cells, rows_tuple, base):
     """``(action, reward, afterstate, V(afterstate))`` maximising reward + V(afterstate); action -1 if none is
     legal."""
@@ -108,8 +130,10 @@ def _spawn_packed(b, cells, p4, key):
 
 
 @numba.njit(cache=True)
-def train_episodes(n_episodes, T, p4, alpha, key, weights, offsets, rows_cells, rows_tuple, base, learn):
-    """Play ``n_episodes`` greedy games, learning by afterstate TD(0) if ``learn``.
+def train_episodes(n_episodes, T, p4, alpha, key, weights, offsets, rows_cells, rows_tuple, base, learn,
+                   coherence_e, coherence_a):  # fmt: skip
+    """Play ``n_episodes`` greedy games, learning by afterstate TD(0) if ``learn``; with temporal coherence when
+    ``coherence_e`` / ``coherence_a`` (float32, one entry per weight) are non-empty.
 
     Returns ``(scores int64[n], moves int64[n], max_exponent int64[n], key)``; ``weights`` is updated in place.
     """
@@ -132,7 +156,11 @@ def train_episodes(n_episodes, T, p4, alpha, key, weights, offsets, rows_cells, 
                 # V(after) is re-read: the previous update may have moved weights it shares.
                 v = evaluate_afterstate(after, weights, offsets, rows_cells, rows_tuple, base)
                 target = r2 + v2 if a2 >= 0 else 0.0
-                _update(after, alpha * (target - v), weights, offsets, rows_cells, rows_tuple, base)
+                if coherence_e.shape[0]:
+                    _update_tc(after, target - v, alpha, weights, coherence_e, coherence_a, offsets, rows_cells,
+                               rows_tuple, base)  # fmt: skip
+                else:
+                    _update(after, alpha * (target - v), weights, offsets, rows_cells, rows_tuple, base)
             a, r, after = a2, r2, after2
         best = 0
         for c in range(cells):
@@ -169,14 +197,15 @@ class NTupleAgent(Agent):
     ``tuples``: lists of cells (row-major indices); default :data:`DEFAULT_TUPLES` for 3x3, 4x3, 4x4.
     ``alpha``: learning rate, divided by the number of weights summed per value (``n_sym * n_tuples``), the
     usual normalisation.  ``init``: initial value of a board (optimistic initialisation when > 0), spread over
-    the weights.  ``seed`` fixes the training and play randomness.
+    the weights.  ``tc``: temporal coherence learning rates (two more float32 arrays the size of the weights).
+    ``seed`` fixes the training and play randomness.
     """
 
     name = "ntuple"
     symmetric = True
 
     def __init__(self, rows: int = 4, cols: int = 4, tuples=None, alpha: float = 0.1, init: float = 0.0,
-                 p4: float = 0.1, seed: int = 0):  # fmt: skip
+                 p4: float = 0.1, seed: int = 0, tc: bool = False):  # fmt: skip
         check_packable(rows, cols)
         self.rows, self.cols, self.p4 = rows, cols, float(B.check_p4(p4))
         tuples = DEFAULT_TUPLES.get((rows, cols)) if tuples is None else tuples
@@ -203,6 +232,10 @@ class NTupleAgent(Agent):
         self.rows_tuple = np.array([ti for _, ti in images], np.int64)
         self.alpha = float(alpha)
         self.weights = np.full(sum(sizes), init / len(images), np.float32)
+        self.tc = bool(tc)
+        n_tc = sum(sizes) if self.tc else 0
+        self.coherence_e = np.zeros(n_tc, np.float32)
+        self.coherence_a = np.zeros(n_tc, np.float32)
         self.key = np.uint64(np.random.default_rng(seed).integers(0, 2**64, dtype=np.uint64))
         self._T = T
 
@@ -217,7 +250,9 @@ class NTupleAgent(Agent):
         """Play ``episodes`` games, learning unless ``learn=False``; returns scores and speed."""
         t = time.perf_counter()
         alpha = self.alpha / self.rows_cells.shape[0]
-        scores, moves, top, key = train_episodes(int(episodes), self._T, self.p4, alpha, self.key, *self._args(), learn)
+        scores, moves, top, key = train_episodes(
+            int(episodes), self._T, self.p4, alpha, self.key, *self._args(), learn, self.coherence_e, self.coherence_a
+        )
         self.key = np.uint64(key)  # numba hands a uint64 back as a Python int; keep the generator state unsigned
         dt = time.perf_counter() - t
         counts = {int(1 << k): int((top >= k).sum()) for k in np.unique(top)}
@@ -229,6 +264,7 @@ class NTupleAgent(Agent):
         return _act_many(ids, self._T, *self._args())
 
     def save(self, path) -> None:
+        """Weights, tuples and settings (``.npz``); temporal-coherence accumulators are not kept."""
         np.savez(path, weights=self.weights, tuples=np.array(self.tuples, dtype=object), rows=self.rows,
                  cols=self.cols, alpha=self.alpha, p4=self.p4, key=self.key)  # fmt: skip
 

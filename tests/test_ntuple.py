@@ -79,3 +79,32 @@ def test_bad_tuples_are_rejected():
         NTupleAgent(3, 3, tuples=[[0, 0, 1]])
     with pytest.raises(ValueError, match="no default tuples"):
         NTupleAgent(2, 5)
+
+
+def test_temporal_coherence_update_matches_reference():
+    """Per-weight rate |E|/A (1 while A = 0), applied image by image, against a pure-Python replay."""
+    from agents.ntuple import _update_tc
+
+    agent = NTupleAgent(3, 3, tuples=[[0, 1, 2], [0, 4]], tc=True)
+    grid = [[1, 2, 0], [0, 3, 0], [2, 0, 1]]
+    b = B.pack(np.array(grid))
+    weights = np.zeros(agent.weights.size)
+    e = np.zeros(agent.weights.size)
+    a = np.zeros(agent.weights.size)
+    for error in (1.0, -0.5, 2.0, -1.0):
+        _update_tc(b, error, 0.1, agent.weights, agent.coherence_e, agent.coherence_a, agent.offsets,
+                   agent.rows_cells, agent.rows_tuple, agent.base)  # fmt: skip
+        for image in naive.symmetries(grid):
+            flat = [min(v, agent.base - 1) for row in image for v in row]
+            for t, cells in enumerate(agent.tuples):
+                index = 0
+                for c in cells:
+                    index = index * agent.base + flat[c]
+                j = agent.offsets[t] + index
+                rate = abs(e[j]) / a[j] if a[j] > 0 else 1.0
+                weights[j] += 0.1 * rate * error
+                e[j] += error
+                a[j] += abs(error)
+    np.testing.assert_allclose(agent.weights, weights, atol=1e-6)
+    np.testing.assert_allclose(agent.coherence_e, e, atol=1e-6)
+    np.testing.assert_allclose(agent.coherence_a, a, atol=1e-6)
