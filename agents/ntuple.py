@@ -39,6 +39,8 @@ def evaluate_afterstate(b, weights, offsets, rows_cells, rows_tuple, base):
     """V(b) = Σ over symmetric tuple images of the weight at the image's index."""
     total = 0.0
     # Exponents of all cells first (clipped to the weight tables' base), then pure array arithmetic per image.
+    # This loop is written out again in _update and _update_tc on purpose: moved into an inlined helper that takes
+    # the arrays, numba reference-counts them on every call and training ran 4x slower (measured).
     exps = np.empty(16, np.int64)
     for c in range(16):
         exps[c] = min(np.int64((b >> np.uint64(4 * c)) & np.uint64(15)), base - 1)

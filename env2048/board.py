@@ -163,7 +163,7 @@ def _age(b, cells):
     return total
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _max_exponent(b, cells):
     best = 0
     for c in range(cells):

@@ -10,19 +10,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from env2048.board import _canonical_fast, _move
+from env2048.board import _canonical_fast, _max_exponent, _move
 from solver.kernels import lookup
 
 #: ``status`` codes of :func:`q_values_batch`
 OK, NOT_IN_TABLE, AFTERSTATE_MISSING = 0, 1, 2
-
-
-@numba.njit(cache=True, inline="always")
-def _max_nibble(b, cells):
-    best = 0
-    for c in range(cells):
-        best = max(best, (b >> np.uint64(4 * c)) & np.uint64(15))
-    return best
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
@@ -51,7 +43,7 @@ def q_values_batch(boards, T, state_index, after_index, win_exponent, score):
             if after == b:
                 continue
             r = float(reward) if score else 0.0
-            if win_exponent <= 15 and _max_nibble(after, cells) >= win_exponent:
+            if win_exponent <= 15 and _max_exponent(after, cells) >= win_exponent:
                 q[i, a] = r + 1.0
                 continue
             k = lookup(a_keys, a_shift, _canonical_fast(after, rows, cols, sym_lines, sym_bytes))

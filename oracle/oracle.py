@@ -17,7 +17,7 @@ from env2048 import board as B
 from env2048.shape import ACTION_NAMES, MAX_PACKED_EXPONENT
 from env2048.tables import board_tables
 from solver.build import build
-from solver.kernels import hash_index
+from solver.kernels import TIE_TOLERANCE, hash_index
 from solver.spec import SolveSpec
 from solver.store import Table, TableError
 
@@ -31,6 +31,14 @@ TOO_BIG = {
     "solver's ~4.7 M states per core-second, ~110 core-hours (Kaneko & Yamashita needed 65 h on 16 cores and "
     "1.4 TiB with compressed storage)",
 }
+
+
+def optimal_mask(q: np.ndarray) -> np.ndarray:
+    """``bool[..., 4]``: the actions whose Q-value is within ``TIE_TOLERANCE`` (relative) of the best legal one;
+    ``q``: ``float64[..., 4]`` with NaN for illegal moves (all False where no move is legal)."""
+    legal = ~np.isnan(q)
+    top = np.where(legal, q, -np.inf).max(axis=-1, keepdims=True)
+    return legal & (q >= top - TIE_TOLERANCE * np.maximum(1.0, np.abs(top)))
 
 
 class BoardNotInTable(KeyError):
@@ -184,9 +192,7 @@ class Oracle:
     def best_actions(self, board) -> np.ndarray:
         """``bool[4]`` (or ``[n, 4]``): the optimal actions (within a relative 1e-12 of the best Q)."""
         ids, batch = self._packed(board)
-        q = self._q(ids)
-        top = np.where(np.isnan(q), -np.inf, q).max(axis=1, keepdims=True)
-        best = ~np.isnan(q) & (q >= top - 1e-12 * np.maximum(1.0, np.abs(top)))
+        best = optimal_mask(self._q(ids))
         return best if batch else best[0]
 
     def action_regret(self, board, action):

@@ -13,7 +13,7 @@ import numpy as np
 
 from env2048.env import Game2048Env
 
-from .oracle import BUILDABLE, Oracle
+from .oracle import BUILDABLE, Oracle, optimal_mask
 
 _ORACLES: dict[tuple, Oracle] = {}
 
@@ -41,8 +41,7 @@ class OracleWrapper(gym.Wrapper):
     def _annotate(self, info: dict) -> dict:
         self._q = self.oracle.q_values(self.env.unwrapped.board)
         info["q_values"] = self._q.copy()
-        top = np.nanmax(self._q) if not np.isnan(self._q).all() else np.nan
-        info["optimal_actions"] = ~np.isnan(self._q) & (self._q >= top - 1e-12 * max(1.0, abs(top)))
+        info["optimal_actions"] = optimal_mask(self._q)
         return info
 
     def reset(self, **kwargs):

@@ -10,22 +10,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from env2048.board import _canonical_fast, _move
+from env2048.board import _age, _canonical_fast, _max_exponent, _move
 
 #: spawn model codes, in the order of :data:`solver.spec.SPAWN_MODELS`
 RANDOM, ADVERSARIAL, OPTIMISTIC, PESSIMISTIC = 0, 1, 2, 3
 #: relative tolerance under which two actions' values count as tied for "best"
 TIE_TOLERANCE = 1e-12
-
-
-@numba.njit(cache=True, inline="always")
-def _max_nibble(b, cells):
-    best = 0
-    for c in range(cells):
-        v = (b >> np.uint64(4 * c)) & np.uint64(15)
-        if v > best:
-            best = v
-    return best
 
 
 @numba.njit(cache=True)
@@ -170,7 +160,7 @@ def expand_states(states, T, cells, win_exponent, n_chunks):
                 if after == s:
                     continue
                 legal = True
-                if win_exponent <= 15 and _max_nibble(after, cells) >= win_exponent:
+                if win_exponent <= 15 and _max_exponent(after, cells) >= win_exponent:
                     continue
                 buf[w] = _canonical_fast(after, rows, cols, sym_lines, sym_bytes)
                 w += 1
@@ -236,21 +226,6 @@ def spawn_children(afterstates, sym_shift, sym_bytes, with_two, with_four, n_chu
         if with_four:
             counts4[ch] = _sort_unique_inplace(buf4, cells * lo, w4, 4 * cells)
     return buf2, cells * bounds[:-1], counts2, buf4, counts4
-
-
-@numba.njit(cache=True, inline="always")
-def find(ids, key):
-    """Index of ``key`` in sorted ``ids``, or -1 (branch-free binary search: the halving step compiles to a
-    conditional move, twice as fast as a branching search on these unpredictable comparisons)."""
-    n = ids.shape[0]
-    if n == 0:
-        return -1
-    base = 0
-    while n > 1:
-        half = n >> 1
-        base = base + half if ids[base + half] <= key else base
-        n -= half
-    return base if ids[base] == key else -1
 
 
 _HASH_MULT = np.uint64(0x9E3779B97F4A7C15)
@@ -402,7 +377,7 @@ def state_values(states, T, cells, win_exponent, score_rewards, after_index, n_c
                     q[a] = -np.inf
                     continue
                 r = float(reward) if score_rewards else 0.0
-                if win_exponent <= 15 and _max_nibble(after, cells) >= win_exponent:
+                if win_exponent <= 15 and _max_exponent(after, cells) >= win_exponent:
                     q[a] = r + 1.0
                 else:
                     k = lookup(a_keys, a_shift, _canonical_fast(after, rows, cols, sym_lines, sym_bytes))
@@ -430,10 +405,5 @@ def ages_of(ids, cells):
     """Age (sum of tile values) of each packed board: ``int64[n]``."""
     out = np.empty(ids.shape[0], np.int64)
     for i in range(ids.shape[0]):
-        total = 0
-        for c in range(cells):
-            v = (ids[i] >> np.uint64(4 * c)) & np.uint64(15)
-            if v:
-                total += 1 << v
-        out[i] = total
+        out[i] = _age(ids[i], cells)
     return out

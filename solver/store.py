@@ -13,6 +13,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from env2048 import board as B
 from env2048.tables import board_tables
 
 from .spec import SolveSpec
@@ -64,7 +65,7 @@ class TableWriter:
         self.start_values = np.full(start_ids.size, np.nan)
         self._start_ages = {}
         for i, sid in enumerate(start_ids):
-            self._start_ages.setdefault(_age(sid, spec.cells), []).append(i)
+            self._start_ages.setdefault(B.age(sid, spec.rows, spec.cols), []).append(i)
         self.file = h5py.File(self.partial, "w")
 
     def write_age(self, count: AgeCount, layer: dict[str, np.ndarray]) -> None:
@@ -128,14 +129,6 @@ class TableWriter:
             self.file.close()
         finally:
             self.partial.unlink(missing_ok=True)
-
-
-def _age(board_id, cells: int) -> int:
-    total = 0
-    for c in range(cells):
-        v = (int(board_id) >> (4 * c)) & 15
-        total += (1 << v) if v else 0
-    return total
 
 
 class Table:

@@ -13,17 +13,22 @@ import naive
 from conftest import boards
 
 
-def reference_value(agent: NTupleAgent, grid) -> float:
-    """Σ over the board's symmetric images and the tuples of the weight at the tuple's exponent pattern."""
-    total = 0.0
+def reference_slots(agent: NTupleAgent, grid) -> list[int]:
+    """Weight positions read for ``grid``, image by image (symmetric images in naive order), tuple by tuple."""
+    slots = []
     for image in naive.symmetries(grid):
         flat = [min(v, agent.base - 1) for row in image for v in row]
         for t, cells in enumerate(agent.tuples):
             index = 0
             for c in cells:
                 index = index * agent.base + flat[c]
-            total += float(agent.weights[agent.offsets[t] + index])
-    return total
+            slots.append(int(agent.offsets[t] + index))
+    return slots
+
+
+def reference_value(agent: NTupleAgent, grid) -> float:
+    """Σ over the board's symmetric images and the tuples of the weight at the tuple's exponent pattern."""
+    return sum(float(agent.weights[j]) for j in reference_slots(agent, grid))
 
 
 _AGENTS: dict = {}
@@ -94,17 +99,11 @@ def test_temporal_coherence_update_matches_reference():
     for error in (1.0, -0.5, 2.0, -1.0):
         _update_tc(b, error, 0.1, agent.weights, agent.coherence_e, agent.coherence_a, agent.offsets,
                    agent.rows_cells, agent.rows_tuple, agent.base)  # fmt: skip
-        for image in naive.symmetries(grid):
-            flat = [min(v, agent.base - 1) for row in image for v in row]
-            for t, cells in enumerate(agent.tuples):
-                index = 0
-                for c in cells:
-                    index = index * agent.base + flat[c]
-                j = agent.offsets[t] + index
-                rate = abs(e[j]) / a[j] if a[j] > 0 else 1.0
-                weights[j] += 0.1 * rate * error
-                e[j] += error
-                a[j] += abs(error)
+        for j in reference_slots(agent, grid):
+            rate = abs(e[j]) / a[j] if a[j] > 0 else 1.0
+            weights[j] += 0.1 * rate * error
+            e[j] += error
+            a[j] += abs(error)
     np.testing.assert_allclose(agent.weights, weights, atol=1e-6)
     np.testing.assert_allclose(agent.coherence_e, e, atol=1e-6)
     np.testing.assert_allclose(agent.coherence_a, a, atol=1e-6)
