@@ -5,9 +5,14 @@ board, the exponents in the tuple's (mapped) cells form an index into that tuple
 shared across symmetries.  Play is greedy on ``reward + V(afterstate)``; learning moves ``V(afterstate)`` toward
 ``r' + V(afterstate')`` of the next move (0 at the end of the game).
 
-Arrays: ``weights float32[sum of base**len(tuple)]`` (one flat array, tuple t at ``offsets[t]``);
-``rows_cells int64[n_sym * n_tuples, max_len]`` the cells of every symmetric image of every tuple (-1 padded),
-``rows_tuple int64[n_sym * n_tuples]`` the tuple each image indexes.  Exponents above ``base - 1`` are clipped.
+Multi-stage weights (optional): the afterstates are split by age (sum of tiles) into ``stages`` bands of
+``2**stage_shift``, the last one open-ended, and every band has its own weights: the value of a tile pattern
+early in a game need not be its value late in the game (on 3x3 the game's end is close in age).
+
+Arrays: ``weights float32[stages * stage_size]``, ``stage_size = sum of base**len(tuple)`` (tuple t of stage k
+at ``k * stage_size + offsets[t]``); ``rows_cells int64[n_sym * n_tuples, max_len]`` the cells of every
+symmetric image of every tuple (-1 padded), ``rows_tuple int64[n_sym * n_tuples]`` the tuple each image indexes;
+``layout = (base, stage_shift, stages, stage_size)`` (ints).  Exponents above ``base - 1`` are clipped.
 """
 
 from __future__ import annotations
@@ -35,15 +40,20 @@ DEFAULT_TUPLES = {
 
 
 @numba.njit(cache=True)
-def evaluate_afterstate(b, weights, offsets, rows_cells, rows_tuple, base):
+def evaluate_afterstate(b, weights, offsets, rows_cells, rows_tuple, layout):
     """V(b) = Σ over symmetric tuple images of the weight at the image's index."""
     total = 0.0
     # Exponents of all cells first (clipped to the weight tables' base), then pure array arithmetic per image.
     # This loop is written out again in _update and _update_tc on purpose: moved into an inlined helper that takes
     # the arrays, numba reference-counts them on every call and training ran 4x slower (measured).
+    base = layout[0]
     exps = np.empty(16, np.int64)
+    age = np.int64(0)
     for c in range(16):
-        exps[c] = min(np.int64((b >> np.uint64(4 * c)) & np.uint64(15)), base - 1)
+        e = np.int64((b >> np.uint64(4 * c)) & np.uint64(15))
+        age += (np.int64(1) << e) if e else 0
+        exps[c] = min(e, base - 1)
+    at = min(age >> layout[1], layout[2] - 1) * layout[3]  # start of the board's stage
     width = rows_cells.shape[1]
     for r in range(rows_cells.shape[0]):
         idx = np.int64(0)
@@ -52,16 +62,21 @@ def evaluate_afterstate(b, weights, offsets, rows_cells, rows_tuple, base):
             if c < 0:
                 break
             idx = idx * base + exps[c]
-        total += weights[offsets[rows_tuple[r]] + idx]
+        total += weights[at + offsets[rows_tuple[r]] + idx]
     return total
 
 
 @numba.njit(cache=True)
-def _update(b, delta, weights, offsets, rows_cells, rows_tuple, base):
+def _update(b, delta, weights, offsets, rows_cells, rows_tuple, layout):
     """Add ``delta`` to every weight V(b) reads."""
+    base = layout[0]
     exps = np.empty(16, np.int64)
+    age = np.int64(0)
     for c in range(16):
-        exps[c] = min(np.int64((b >> np.uint64(4 * c)) & np.uint64(15)), base - 1)
+        e = np.int64((b >> np.uint64(4 * c)) & np.uint64(15))
+        age += (np.int64(1) << e) if e else 0
+        exps[c] = min(e, base - 1)
+    at = min(age >> layout[1], layout[2] - 1) * layout[3]  # start of the board's stage
     width = rows_cells.shape[1]
     for r in range(rows_cells.shape[0]):
         idx = np.int64(0)
@@ -70,16 +85,21 @@ def _update(b, delta, weights, offsets, rows_cells, rows_tuple, base):
             if c < 0:
                 break
             idx = idx * base + exps[c]
-        weights[offsets[rows_tuple[r]] + idx] += delta
+        weights[at + offsets[rows_tuple[r]] + idx] += delta
 
 
 @numba.njit(cache=True)
-def _update_tc(b, error, alpha, weights, coherence_e, coherence_a, offsets, rows_cells, rows_tuple, base):
+def _update_tc(b, error, alpha, weights, coherence_e, coherence_a, offsets, rows_cells, rows_tuple, layout):
     """Temporal coherence (Jaśkowski): each weight moves by ``alpha * |E|/A * error`` (rate 1 while A = 0), where E
     accumulates the errors it received and A their absolute values."""
+    base = layout[0]
     exps = np.empty(16, np.int64)
+    age = np.int64(0)
     for c in range(16):
-        exps[c] = min(np.int64((b >> np.uint64(4 * c)) & np.uint64(15)), base - 1)
+        e = np.int64((b >> np.uint64(4 * c)) & np.uint64(15))
+        age += (np.int64(1) << e) if e else 0
+        exps[c] = min(e, base - 1)
+    at = min(age >> layout[1], layout[2] - 1) * layout[3]  # start of the board's stage
     width = rows_cells.shape[1]
     for r in range(rows_cells.shape[0]):
         idx = np.int64(0)
@@ -88,7 +108,7 @@ def _update_tc(b, error, alpha, weights, coherence_e, coherence_a, offsets, rows
             if c < 0:
                 break
             idx = idx * base + exps[c]
-        j = offsets[rows_tuple[r]] + idx
+        j = at + offsets[rows_tuple[r]] + idx
         rate = abs(coherence_e[j]) / coherence_a[j] if coherence_a[j] > 0 else 1.0
         weights[j] += alpha * rate * error
         coherence_e[j] += error
@@ -96,7 +116,7 @@ def _update_tc(b, error, alpha, weights, coherence_e, coherence_a, offsets, rows
 
 
 @numba.njit(cache=True)
-def _best_move(b, rows, cols, moves, weights, offsets, rows_cells, rows_tuple, base):
+def _best_move(b, rows, cols, moves, weights, offsets, rows_cells, rows_tuple, layout):
     """``(action, reward, afterstate, V(afterstate))`` maximising reward + V(afterstate); action -1 if none is
     legal."""
     best_a = -1
@@ -108,7 +128,7 @@ def _best_move(b, rows, cols, moves, weights, offsets, rows_cells, rows_tuple, b
         after, reward = _move(b, a, rows, cols, moves)
         if after == b:
             continue
-        value = evaluate_afterstate(after, weights, offsets, rows_cells, rows_tuple, base)
+        value = evaluate_afterstate(after, weights, offsets, rows_cells, rows_tuple, layout)
         if reward + value > best_v:
             best_a, best_v, best_r, best_after, best_value = a, reward + value, reward, after, value
     return best_a, best_r, best_after, best_value
@@ -132,7 +152,7 @@ def _spawn_packed(b, cells, p4, key):
 
 
 @numba.njit(cache=True)
-def train_episodes(n_episodes, T, p4, alpha, key, weights, offsets, rows_cells, rows_tuple, base, learn,
+def train_episodes(n_episodes, T, p4, alpha, key, weights, offsets, rows_cells, rows_tuple, layout, learn,
                    coherence_e, coherence_a):  # fmt: skip
     """Play ``n_episodes`` greedy games, learning by afterstate TD(0) if ``learn``; with temporal coherence when
     ``coherence_e`` / ``coherence_a`` (float32, one entry per weight) are non-empty.
@@ -148,21 +168,21 @@ def train_episodes(n_episodes, T, p4, alpha, key, weights, offsets, rows_cells, 
         b = np.uint64(0)
         b, key = _spawn_packed(b, cells, p4, key)
         b, key = _spawn_packed(b, cells, p4, key)
-        a, r, after, _ = _best_move(b, rows, cols, moves, weights, offsets, rows_cells, rows_tuple, base)
+        a, r, after, _ = _best_move(b, rows, cols, moves, weights, offsets, rows_cells, rows_tuple, layout)
         while a >= 0:
             scores[ep] += r
             n_moves[ep] += 1
             b, key = _spawn_packed(after, cells, p4, key)
-            a2, r2, after2, v2 = _best_move(b, rows, cols, moves, weights, offsets, rows_cells, rows_tuple, base)
+            a2, r2, after2, v2 = _best_move(b, rows, cols, moves, weights, offsets, rows_cells, rows_tuple, layout)
             if learn:
                 # V(after) is re-read: the previous update may have moved weights it shares.
-                v = evaluate_afterstate(after, weights, offsets, rows_cells, rows_tuple, base)
+                v = evaluate_afterstate(after, weights, offsets, rows_cells, rows_tuple, layout)
                 target = r2 + v2 if a2 >= 0 else 0.0
                 if coherence_e.shape[0]:
                     _update_tc(after, target - v, alpha, weights, coherence_e, coherence_a, offsets, rows_cells,
-                               rows_tuple, base)  # fmt: skip
+                               rows_tuple, layout)  # fmt: skip
                 else:
-                    _update(after, alpha * (target - v), weights, offsets, rows_cells, rows_tuple, base)
+                    _update(after, alpha * (target - v), weights, offsets, rows_cells, rows_tuple, layout)
             a, r, after = a2, r2, after2
         best = 0
         for c in range(cells):
@@ -172,10 +192,10 @@ def train_episodes(n_episodes, T, p4, alpha, key, weights, offsets, rows_cells, 
 
 
 @numba.njit(cache=True)
-def _act_many(ids, T, weights, offsets, rows_cells, rows_tuple, base):
+def _act_many(ids, T, weights, offsets, rows_cells, rows_tuple, layout):
     out = np.zeros(ids.shape[0], np.int64)
     for i in range(ids.shape[0]):
-        a, _, _, _ = _best_move(ids[i], T.rows, T.cols, T.moves, weights, offsets, rows_cells, rows_tuple, base)
+        a, _, _, _ = _best_move(ids[i], T.rows, T.cols, T.moves, weights, offsets, rows_cells, rows_tuple, layout)
         out[i] = max(a, 0)
     return out
 
@@ -200,14 +220,15 @@ class NTupleAgent(Agent):
     ``alpha``: learning rate, divided by the number of weights summed per value (``n_sym * n_tuples``), the
     usual normalisation.  ``init``: initial value of a board (optimistic initialisation when > 0), spread over
     the weights.  ``tc``: temporal coherence learning rates (two more float32 arrays the size of the weights).
-    ``seed`` fixes the training and play randomness.
+    ``stages`` / ``stage_shift``: separate weights for each band of ``2**stage_shift`` in age (see the module
+    docstring; 1 stage = one set of weights).  ``seed`` fixes the training and play randomness.
     """
 
     name = "ntuple"
     symmetric = True
 
     def __init__(self, rows: int = 4, cols: int = 4, tuples=None, alpha: float = 0.1, init: float = 0.0,
-                 p4: float = 0.1, seed: int = 0, tc: bool = False):  # fmt: skip
+                 p4: float = 0.1, seed: int = 0, tc: bool = False, stages: int = 1, stage_shift: int = 8):  # fmt: skip
         check_packable(rows, cols)
         self.rows, self.cols, self.p4 = rows, cols, float(B.check_p4(p4))
         tuples = DEFAULT_TUPLES.get((rows, cols)) if tuples is None else tuples
@@ -219,9 +240,13 @@ class NTupleAgent(Agent):
                 raise ValueError(f"tuple {t} must list distinct cells in [0, {cells - 1}]")
         self.tuples = [list(map(int, t)) for t in tuples]
         self.base = min(16, cells + 2)
+        if not (isinstance(stages, int | np.integer) and stages >= 1 and 0 <= stage_shift <= 20):
+            raise ValueError(f"stages must be >= 1 and stage_shift in [0, 20], got {stages}, {stage_shift}")
+        self.stages, self.stage_shift = int(stages), int(stage_shift)
         sizes = [self.base ** len(t) for t in self.tuples]
-        if sum(sizes) > 2**31:
-            raise ValueError(f"{sum(sizes):,} weights: too many (use shorter tuples)")
+        if self.stages * sum(sizes) > 2**31:
+            raise ValueError(f"{self.stages * sum(sizes):,} weights: too many (use shorter tuples or fewer stages)")
+        self.layout = (self.base, self.stage_shift, self.stages, int(sum(sizes)))
         self.offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
         T = board_tables(rows, cols)
         dest = np.argsort(T.sym_perm, axis=1)  # dest[s, cell]: where symmetry s sends a cell
@@ -233,16 +258,16 @@ class NTupleAgent(Agent):
         self.rows_cells = np.array([cells_ for cells_, _ in images], np.int64)
         self.rows_tuple = np.array([ti for _, ti in images], np.int64)
         self.alpha = float(alpha)
-        self.weights = np.full(sum(sizes), init / len(images), np.float32)
+        self.weights = np.full(self.stages * sum(sizes), init / len(images), np.float32)
         self.tc = bool(tc)
-        n_tc = sum(sizes) if self.tc else 0
+        n_tc = self.weights.size if self.tc else 0
         self.coherence_e = np.zeros(n_tc, np.float32)
         self.coherence_a = np.zeros(n_tc, np.float32)
         self.key = np.uint64(np.random.default_rng(seed).integers(0, 2**64, dtype=np.uint64))
         self._T = T
 
     def _args(self):
-        return self.weights, self.offsets, self.rows_cells, self.rows_tuple, self.base
+        return self.weights, self.offsets, self.rows_cells, self.rows_tuple, self.layout
 
     def value(self, afterstate) -> float:
         """V of one packed afterstate."""
@@ -266,17 +291,24 @@ class NTupleAgent(Agent):
         return _act_many(ids, self._T, *self._args())
 
     def save(self, path) -> None:
-        """Weights, tuples and settings (``.npz``); temporal-coherence accumulators are not kept."""
+        """Weights, tuples, settings, the generator state and (with ``tc``) the coherence accumulators, as ``.npz``:
+        a loaded agent plays and trains on exactly as this one would."""
         np.savez(path, weights=self.weights, tuples=np.array(self.tuples, dtype=object), rows=self.rows,
-                 cols=self.cols, alpha=self.alpha, p4=self.p4, key=self.key)  # fmt: skip
+                 cols=self.cols, alpha=self.alpha, p4=self.p4, key=self.key, stages=self.stages,
+                 stage_shift=self.stage_shift, tc=self.tc, coherence_e=self.coherence_e,
+                 coherence_a=self.coherence_a)  # fmt: skip
 
     @classmethod
     def load(cls, path) -> NTupleAgent:
         data = np.load(path, allow_pickle=True)
         agent = cls(int(data["rows"]), int(data["cols"]), [list(t) for t in data["tuples"]],
-                    alpha=float(data["alpha"]), p4=float(data["p4"]))  # fmt: skip
+                    alpha=float(data["alpha"]), p4=float(data["p4"]), stages=int(data.get("stages", 1)),
+                    stage_shift=int(data.get("stage_shift", 8)), tc=bool(data.get("tc", False)))  # fmt: skip
         if data["weights"].shape != agent.weights.shape:
             raise ValueError(f"{path}: {data['weights'].shape[0]} weights, the tuples need {agent.weights.shape[0]}")
         agent.weights = data["weights"].astype(np.float32)
+        if agent.tc and "coherence_e" in data:
+            agent.coherence_e = data["coherence_e"].astype(np.float32)
+            agent.coherence_a = data["coherence_a"].astype(np.float32)
         agent.key = np.uint64(data["key"])
         return agent

@@ -14,7 +14,11 @@ from conftest import boards
 
 
 def reference_slots(agent: NTupleAgent, grid) -> list[int]:
-    """Weight positions read for ``grid``, image by image (symmetric images in naive order), tuple by tuple."""
+    """Weight positions read for ``grid`` (in the stage of its age), image by image (symmetric images in naive
+    order), tuple by tuple."""
+    age = sum(2**v for row in grid for v in row if v)
+    stage_size = sum(agent.base ** len(t) for t in agent.tuples)
+    stage_start = min(age // 2**agent.stage_shift, agent.stages - 1) * stage_size
     slots = []
     for image in naive.symmetries(grid):
         flat = [min(v, agent.base - 1) for row in image for v in row]
@@ -22,7 +26,7 @@ def reference_slots(agent: NTupleAgent, grid) -> list[int]:
             index = 0
             for c in cells:
                 index = index * agent.base + flat[c]
-            slots.append(int(agent.offsets[t] + index))
+            slots.append(stage_start + int(agent.offsets[t] + index))
     return slots
 
 
@@ -48,6 +52,20 @@ def test_value_matches_reference(case):
     rows, cols, grid = case
     agent = random_agent(rows, cols)
     assert agent.value(B.pack(np.array(grid))) == pytest.approx(reference_value(agent, grid), rel=1e-5, abs=1e-4)
+
+
+@given(boards([(3, 3), (4, 3)], max_exp=10))
+def test_staged_value_matches_reference(case):
+    rows, cols, grid = case
+    if (rows, cols) not in _STAGED:
+        _STAGED[rows, cols] = agent = NTupleAgent(rows, cols, tuples=[[0, 1, 2], [1, 4, 5, 8]], stages=5,
+                                                  stage_shift=5)  # fmt: skip
+        agent.weights[:] = np.random.default_rng(3).standard_normal(agent.weights.size)
+    agent = _STAGED[rows, cols]
+    assert agent.value(B.pack(np.array(grid))) == pytest.approx(reference_value(agent, grid), rel=1e-5, abs=1e-4)
+
+
+_STAGED: dict = {}
 
 
 def test_td_update_on_a_hand_made_case():
@@ -98,7 +116,7 @@ def test_temporal_coherence_update_matches_reference():
     a = np.zeros(agent.weights.size)
     for error in (1.0, -0.5, 2.0, -1.0):
         _update_tc(b, error, 0.1, agent.weights, agent.coherence_e, agent.coherence_a, agent.offsets,
-                   agent.rows_cells, agent.rows_tuple, agent.base)  # fmt: skip
+                   agent.rows_cells, agent.rows_tuple, agent.layout)  # fmt: skip
         for j in reference_slots(agent, grid):
             rate = abs(e[j]) / a[j] if a[j] > 0 else 1.0
             weights[j] += 0.1 * rate * error
@@ -107,3 +125,14 @@ def test_temporal_coherence_update_matches_reference():
     np.testing.assert_allclose(agent.weights, weights, atol=1e-6)
     np.testing.assert_allclose(agent.coherence_e, e, atol=1e-6)
     np.testing.assert_allclose(agent.coherence_a, a, atol=1e-6)
+
+
+def test_staged_coherent_agent_round_trips_and_trains_on_identically(tmp_path):
+    agent = NTupleAgent(3, 3, stages=4, stage_shift=7, tc=True, alpha=1.0, seed=3)
+    agent.train(200)
+    agent.save(tmp_path / "s.npz")
+    back = NTupleAgent.load(tmp_path / "s.npz")
+    assert (back.stages, back.stage_shift, back.tc) == (4, 7, True)
+    assert np.array_equal(back.coherence_a, agent.coherence_a)
+    assert agent.train(100).mean_score == back.train(100).mean_score
+    assert np.array_equal(back.weights, agent.weights)

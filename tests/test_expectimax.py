@@ -1,0 +1,95 @@
+"""Expectimax agent: the heuristic and Q-values against a brute-force pure-Python expectimax, and its errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from test_ntuple import reference_value
+
+from agents.expectimax import DEFAULT_HEURISTIC, ExpectimaxAgent
+from agents.ntuple import NTupleAgent
+
+import naive
+from conftest import boards
+
+
+def reference_heuristic(grid, w) -> float:
+    """Empty cells, adjacent equal pairs and per-line min(rises, falls) of tile values, summed over rows and columns."""
+    lines = [list(row) for row in grid] + [list(col) for col in zip(*grid, strict=True)]
+    empty = sum(v == 0 for row in grid for v in row)
+    merges = sum(1 for line in lines for x, y in zip(line, line[1:], strict=False) if x and x == y)
+    mono = 0.0
+    for line in lines:
+        values = [2**v if v else 0 for v in line]
+        steps = [y - x for x, y in zip(values, values[1:], strict=False)]
+        mono += min(sum(d for d in steps if d > 0), -sum(d for d in steps if d < 0))
+    return w[0] * empty + w[1] * merges - w[2] * mono
+
+
+def reference_q(grid, depth, leaf, p4=0.1) -> list[float]:
+    """Q_depth(grid, a) by plain recursion over every spawn (no cache); -inf for illegal moves."""
+    q = []
+    for a in range(4):
+        after, reward = naive.move(grid, a)
+        if after == grid:
+            q.append(-np.inf)
+        elif depth == 1:
+            q.append(reward + leaf(after))
+        else:
+            expected = 0.0
+            for child, p in naive.spawn_outcomes(after, p4):
+                best = max(reference_q(child, depth - 1, leaf, p4))
+                expected += p * (best if best > -np.inf else 0.0)
+            q.append(reward + expected)
+    return q
+
+
+@given(boards([(2, 2), (3, 3), (4, 4), (4, 3), (2, 3)], max_exp=11))
+def test_heuristic_depth_one_matches_brute_force(case):
+    rows, cols, grid = case
+    agent = ExpectimaxAgent(rows, cols, depth=1)
+    want = reference_q(grid, 1, lambda g: reference_heuristic(g, DEFAULT_HEURISTIC))
+    np.testing.assert_allclose(agent.q_values(np.array(grid, np.uint8)), want, rtol=1e-12)
+
+
+@settings(max_examples=40)
+@given(boards([(2, 2), (2, 3), (3, 3)], max_exp=8, fill=0.5))
+def test_heuristic_depth_two_and_three_match_brute_force(case):
+    rows, cols, grid = case
+    leaf = lambda g: reference_heuristic(g, (3.0, 5.0, 0.25))  # noqa: E731
+    for depth in (2, 3) if rows * cols <= 6 else (2,):
+        agent = ExpectimaxAgent(rows, cols, depth=depth, heuristic=(3.0, 5.0, 0.25), cache_size=64)
+        np.testing.assert_allclose(agent.q_values(np.array(grid, np.uint8)), reference_q(grid, depth, leaf),
+                                   rtol=1e-9)  # fmt: skip
+
+
+@settings(max_examples=30)
+@given(boards([(3, 3)], max_exp=9, fill=0.5))
+def test_ntuple_evaluator_matches_brute_force(case):
+    _, _, grid = case
+    network = NTupleAgent(3, 3, seed=0)
+    network.weights[:] = np.random.default_rng(5).standard_normal(network.weights.size)
+    agent = ExpectimaxAgent(3, 3, depth=2, evaluator=network)
+    want = reference_q(grid, 2, lambda g: reference_value(network, g))
+    np.testing.assert_allclose(agent.q_values(np.array(grid, np.uint8)), want, rtol=1e-6, atol=1e-6)
+
+
+def test_a_tiny_cache_gives_the_same_decisions():
+    rng = np.random.default_rng(0)
+    grids = rng.integers(0, 6, size=(200, 3, 3)).astype(np.uint8)
+    masks = np.ones((200, 4), bool)
+    big = ExpectimaxAgent(3, 3, depth=3).act_batch(grids, masks)
+    small = ExpectimaxAgent(3, 3, depth=3, cache_size=4).act_batch(grids, masks)
+    np.testing.assert_array_equal(big, small)
+
+
+def test_bad_arguments_are_rejected():
+    with pytest.raises(ValueError, match="depth"):
+        ExpectimaxAgent(3, 3, depth=0)
+    with pytest.raises(ValueError, match="power of two"):
+        ExpectimaxAgent(3, 3, cache_size=1000)
+    with pytest.raises(ValueError, match="evaluator"):
+        ExpectimaxAgent(3, 3, evaluator="minimax")
+    with pytest.raises(ValueError, match="4x4"):
+        ExpectimaxAgent(3, 3, evaluator=NTupleAgent(4, 4, tuples=[[0, 1]]))
