@@ -8,12 +8,11 @@ report = regret(agent, board="3x3", episodes=1000, seed=0)
 
 from __future__ import annotations
 
-import functools
-
 from .agent import batch_decider, single_decider
 from .evaluate import Evaluation
 from .oracle import BUILDABLE, BoardNotInTable, Oracle, cache_dir
 from .regret import RegretReport
+from .wrapper import shared_oracle
 
 __all__ = [
     "BUILDABLE",
@@ -30,10 +29,9 @@ __all__ = [
 ]
 
 
-@functools.lru_cache(maxsize=4)
 def oracle_for(board: str = "3x3", objective: str = "score", p4: float = 0.1) -> Oracle:
     """The (cached, per process) oracle of a board's standard table; see :meth:`Oracle.for_board`."""
-    return Oracle.for_board(board, objective, p4)
+    return shared_oracle(board, p4, objective=objective)
 
 
 def regret(agent, board: str = "3x3", episodes: int = 1000, seed: int = 0, objective: str = "score",

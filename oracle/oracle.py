@@ -58,6 +58,25 @@ def table_name(spec: SolveSpec) -> str:
     return f"{spec.board}-{objective}-p4_{spec.p4:g}-{spec.spawn}.h5"
 
 
+def cached_table(spec: SolveSpec, progress: bool = True) -> Path:
+    """Path of ``spec``'s table in :func:`cache_dir`, solving it there first if missing (boards of
+    :data:`BUILDABLE` only; others raise ``FileNotFoundError`` saying how to build them elsewhere)."""
+    path = cache_dir() / table_name(spec)
+    if not path.exists():
+        shape = (spec.rows, spec.cols)
+        if shape not in BUILDABLE:
+            cost = TOO_BIG.get(shape, f"{spec.board} is too large to solve here")
+            raise FileNotFoundError(
+                f"no table for {spec.describe()} in {cache_dir()}; {cost}. Build it on a big machine with "
+                f"`python -m solver build --board {spec.board} --objective {spec.objective} --p4 {spec.p4:g} "
+                f"--spawn {spec.spawn} --out FILE` and pass table=FILE"
+            )
+        if progress:
+            tqdm.write(f"solving {spec.describe()} once into {path} ...")
+        build(spec, path, progress=progress)
+    return path
+
+
 class Oracle:
     """Exact optimal play of one solved table (see the module docstring for board formats).
 
@@ -114,20 +133,7 @@ class Oracle:
             if oracle.spec != spec:
                 raise TableError(f"{table} solves {oracle.spec.describe()}, not {spec.describe()}")
             return oracle
-        path = cache_dir() / table_name(spec)
-        if not path.exists():
-            shape = (spec.rows, spec.cols)
-            if shape not in BUILDABLE:
-                cost = TOO_BIG.get(shape, f"{spec.board} is too large to solve here")
-                raise FileNotFoundError(
-                    f"no table for {spec.describe()} in {cache_dir()}; {cost}. Build it on a big machine with "
-                    f"`python -m solver build --board {spec.board} --objective {spec.objective} --p4 {spec.p4:g} "
-                    f"--spawn {spec.spawn} --out FILE` and pass table=FILE"
-                )
-            if progress:
-                tqdm.write(f"solving {spec.describe()} once into {path} ...")
-            build(spec, path, progress=progress)
-        return cls.open(path)
+        return cls.open(cached_table(spec, progress))
 
     # -- input handling ---------------------------------------------------------------------------------------
     def _packed(self, board) -> tuple[np.ndarray, bool]:

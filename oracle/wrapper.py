@@ -60,11 +60,11 @@ class OracleWrapper(gym.Wrapper):
         return self.env.unwrapped.action_masks()
 
 
-def shared_oracle(board: str, p4: float, table=None) -> Oracle:
-    """One oracle per (board, p4, table) per process: a 3x3 table takes seconds and 2 GB to load."""
-    key = (board, float(p4), None if table is None else str(table))
+def shared_oracle(board: str, p4: float = 0.1, table=None, objective: str = "score") -> Oracle:
+    """One oracle per (board, p4, table, objective) per process: a 3x3 table takes seconds and 2 GB to load."""
+    key = (board, float(p4), None if table is None else str(table), objective)
     if key not in _ORACLES:
-        _ORACLES[key] = Oracle.for_board(board, "score", p4, table=table)
+        _ORACLES[key] = Oracle.for_board(board, objective, p4, table=table)
     return _ORACLES[key]
 
 

@@ -1,0 +1,217 @@
+"""The benchmark: agents on a solved board, every move priced by the oracle.  Protocol: docs/benchmark.md.
+
+    python -m experiments.benchmark --board 3x3 --agents random,greedy,expectimax:2,td:PATH \\
+        --episodes 1000 --seed 0 --out results/
+
+Agents: see ``agents.registry`` (``random``, ``greedy``, ``optimal``, ``expectimax:D[:PATH]``, ``td:PATH``,
+``ppo:PATH``, or ``package.module:factory``).  Writes ``OUT/BOARD/benchmark.{md,csv,json}``, the optimality gap
+by age of all agents (``gap-by-age.png``) and one figure per agent (``agent-LABEL.png``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import platform
+import re
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from agents.registry import USAGE, make_agent
+from env2048.shape import parse_board
+from oracle import Oracle
+from oracle.wrapper import shared_oracle
+
+#: Version of the protocol and of the JSON schema (bump when either changes).
+PROTOCOL_VERSION = 1
+#: Boards with at most this many cells are always evaluated exactly (every agent is cheap there).
+SMALL_BOARD_CELLS = 8
+#: Scalar columns of the results table, in order (the JSON has these plus ``by_age`` per agent).
+COLUMNS = (
+    "label", "spec", "episodes", "mean_score", "score_ci", "percent_of_optimal", "mean_regret", "regret_ci",
+    "optimal_move_rate", "moves", "exact_value", "exact_percent_of_optimal", "exact_states", "exact_seconds",
+    "seconds",
+)  # fmt: skip
+
+
+def label_of(spec: str) -> str:
+    """A short, file-name-safe label: paths are replaced by their file stem (``td:runs/w.npz`` -> ``td-w``)."""
+    parts = [Path(p).stem if ("/" in p or "." in p) and i else p for i, p in enumerate(spec.split(":"))]
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", "-".join(parts)).strip("-")
+
+
+def exact_is_cheap(agent, cells: int) -> bool:
+    """``--exact auto``: exact evaluation on small boards, and on larger ones for symmetric agents that decide
+    without search (random, greedy, optimal, td, expectimax:1); not for deeper search nor PPO/custom agents."""
+    if cells <= SMALL_BOARD_CELLS:
+        return True
+    return bool(getattr(agent, "symmetric", False)) and getattr(agent, "depth", 1) <= 1
+
+
+def run_agent(oracle: Oracle, spec: str, episodes: int, seed: int, exact: str, progress: bool) -> tuple[dict, object]:
+    """Benchmark one agent: ``(row, RegretReport)``; ``row`` has :data:`COLUMNS` and ``by_age``."""
+    rows, cols = oracle.rows, oracle.cols
+    agent = make_agent(spec, rows, cols, seed=seed, oracle=oracle)
+    start = time.perf_counter()
+    report = oracle.regret(agent, episodes=episodes, seed=seed, progress=progress)
+    row = {
+        "label": label_of(spec), "spec": spec, "episodes": episodes, "mean_score": report.mean_score,
+        "score_ci": report.score_ci, "percent_of_optimal": report.percent_of_optimal,
+        "mean_regret": report.mean_regret, "regret_ci": report.regret_ci,
+        "optimal_move_rate": report.optimal_move_rate, "moves": report.moves,
+        "exact_value": None, "exact_percent_of_optimal": None, "exact_states": None, "exact_seconds": None,
+    }  # fmt: skip
+    if exact == "always" or (exact == "auto" and exact_is_cheap(agent, rows * cols)):
+        agent = make_agent(spec, rows, cols, seed=seed, oracle=oracle)  # fresh generator: exact uses action_probs
+        ev = oracle.evaluate(agent, progress=progress)
+        row.update(exact_value=ev.value, exact_percent_of_optimal=ev.percent_of_optimal, exact_states=ev.states,
+                   exact_seconds=ev.seconds)  # fmt: skip
+    row["seconds"] = time.perf_counter() - start
+    row["by_age"] = {
+        "ages": report.ages.tolist(), "visits_per_game": (report.visits / episodes).tolist(),
+        "mean_regret_per_move": report.mean_regret_by_age.tolist(),
+        "optimal_move_rate": report.optimal_rate_by_age.tolist(),
+    }  # fmt: skip
+    return row, report
+
+
+def _fmt(value, digits: int = 2) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{value:,.{digits}f}" if isinstance(value, float) else f"{value:,}"
+
+
+def markdown_table(result: dict) -> str:
+    """The results as a Markdown table (with a one-line header naming the board, V*, episodes and seed)."""
+    lines = [
+        f"**{result['board']}**, V* = {result['optimal_value']:.2f}; {result['episodes']} episodes per agent, "
+        f"seed {result['seed']} (protocol v{result['protocol_version']}).",
+        "",
+        "| agent | mean score ± 95% CI | % of optimal | regret per game ± 95% CI | optimal moves | exact V^π "
+        "(% of V*) | time (s) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in result["agents"]:
+        exact = "–" if r["exact_value"] is None else f"{r['exact_value']:.2f} ({r['exact_percent_of_optimal']:.2f}%)"
+        lines.append(
+            f"| {r['label']} | {_fmt(r['mean_score'])} ± {_fmt(r['score_ci'])} | {_fmt(r['percent_of_optimal'])}% "
+            f"| {_fmt(r['mean_regret'])} ± {_fmt(r['regret_ci'])} | {100 * r['optimal_move_rate']:.2f}% | {exact} "
+            f"| {r['seconds']:.0f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def binned_by_age(by_age: dict, width: int) -> tuple[np.ndarray, ...]:
+    """Per-age results pooled into age bins of ``width``: ``(bin centres, visits per game, mean regret per move,
+    optimal-move rate)``, means weighted by visits."""
+    ages = np.asarray(by_age["ages"])
+    visits = np.asarray(by_age["visits_per_game"], float)
+    bins = ages // width
+    used, inverse = np.unique(bins, return_inverse=True)
+    v = np.bincount(inverse, visits)
+    regret = np.bincount(inverse, visits * np.asarray(by_age["mean_regret_per_move"])) / v
+    rate = np.bincount(inverse, visits * np.asarray(by_age["optimal_move_rate"])) / v
+    return used * width + width / 2, v, regret, rate
+
+
+def plot_gap_by_age(result: dict, path, bins: int = 80) -> None:
+    """All agents: mean regret per move, optimal-move rate and moves per game against age, pooled into about
+    ``bins`` age bins (even widths) so that 1000 games give smooth curves."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    top_age = max((max(r["by_age"]["ages"], default=0) for r in result["agents"]), default=0)
+    width = max(2, 2 * round(top_age / bins / 2))
+    fig, axes = plt.subplots(3, 1, sharex=True, figsize=(9, 8), height_ratios=(3, 2, 1.5))
+    for r in result["agents"]:
+        ages, visits, regret, rate = binned_by_age(r["by_age"], width)
+        axes[0].plot(ages, regret, lw=1, label=r["label"])
+        axes[1].plot(ages, 100 * rate, lw=1, label=r["label"])
+        axes[2].plot(ages, visits, lw=1, label=r["label"])
+    axes[2].set_title(f"age bins of {width}", fontsize=8, loc="right")
+    axes[0].set_yscale("symlog", linthresh=1.0)
+    axes[0].set_ylabel("mean regret per move")
+    axes[0].legend(fontsize=8, ncol=2)
+    axes[1].set_ylabel("optimal moves (%)")
+    axes[1].set_ylim(0, 101)
+    axes[2].set_ylabel("moves per game\n(per bin)")
+    axes[2].set_xlabel("age (sum of tiles) of the board moved from")
+    axes[0].set_title(f"{result['board']}: where agents lose against the optimum ({result['episodes']} episodes)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def run(board: str, specs: list[str], episodes: int = 1000, seed: int = 0, out="results", exact: str = "auto",
+        table=None, progress: bool = True) -> dict:  # fmt: skip
+    """Benchmark ``specs`` on ``board``; writes the files (see the module docstring) and returns the result."""
+    import matplotlib.pyplot as plt
+
+    rows, cols = parse_board(board)
+    if episodes < 1:
+        raise ValueError(f"episodes must be >= 1, got {episodes}")
+    if exact not in ("auto", "always", "never"):
+        raise ValueError(f"exact must be auto, always or never, got {exact!r}")
+    if not specs:
+        raise ValueError(f"no agents given: use {USAGE}")
+    labels = [label_of(s) for s in specs]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"two agents have the same label in {labels}: give distinct specs")
+    oracle = shared_oracle(f"{rows}x{cols}", table=table)
+    out_dir = Path(out) / oracle.spec.board
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result = {
+        "protocol_version": PROTOCOL_VERSION, "board": oracle.spec.board, "objective": oracle.spec.objective,
+        "p4": oracle.spec.p4, "optimal_value": oracle.start_value, "episodes": episodes, "seed": seed,
+        "table": str(oracle.path), "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()} {platform.system()}, Python {platform.python_version()}",
+        "agents": [],
+    }  # fmt: skip
+    for spec in specs:
+        row, report = run_agent(oracle, spec, episodes, seed, exact, progress)
+        result["agents"].append(row)
+        report.plot(out_dir / f"agent-{row['label']}.png", title=f"{oracle.spec.board}, {row['label']}: optimality "
+                    f"gap by age ({episodes} episodes)")  # fmt: skip
+        plt.close("all")
+        if progress:
+            exact_note = "" if row["exact_value"] is None else f"; exact V^pi {row['exact_value']:.2f}"
+            print(f"{row['label']}: {report.summary()}{exact_note}", flush=True)
+    (out_dir / "benchmark.json").write_text(json.dumps(result, indent=1) + "\n")
+    with open(out_dir / "benchmark.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(result["agents"])
+    (out_dir / "benchmark.md").write_text(markdown_table(result))
+    plot_gap_by_age(result, out_dir / "gap-by-age.png")
+    return result
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--board", default="3x3", help="a solved board: 2x2, 2x3, 3x2, 2x4, 4x2, 3x3 (built on "
+                        "first use) or any board with --table")  # fmt: skip
+    parser.add_argument("--agents", default="random,greedy,expectimax:2", help=f"comma-separated: {USAGE}")
+    parser.add_argument("--episodes", type=int, default=1000, help="games per agent (episode i uses seed+i)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default="results", help="directory; files go to OUT/BOARD/")
+    parser.add_argument("--exact", choices=("auto", "always", "never"), default="auto",
+                        help="exact V^pi by the oracle: auto = where cheap (see docs/benchmark.md)")  # fmt: skip
+    parser.add_argument("--table", default=None, help="solved table file (default: the cache)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    args = parser.parse_args(argv)
+    specs = [s.strip() for s in args.agents.split(",") if s.strip()]
+    result = run(args.board, specs, args.episodes, args.seed, args.out, args.exact, args.table, not args.quiet)
+    out_dir = Path(args.out) / result["board"]
+    print("\n" + markdown_table(result))
+    print(f"wrote {out_dir}/benchmark.md, .csv, .json, gap-by-age.png and agent-*.png")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""Train sb3-contrib MaskablePPO on a solved board and measure it against the optimum.
+
+    python -m experiments.train_ppo [--board 3x3] [--timesteps 1000000] [--seed 0] [--out results/ppo-3x3] ...
+
+The policy sees the one-hot observation (``obs_mode="onehot"``) and only legal moves (action masks).  Rewards
+are the game's merge rewards, normalised by sb3's running estimate (``VecNormalize``, rewards only).  Every
+``--checkpoint-every`` steps the model is saved under ``OUT/checkpoints/`` (an interrupted run keeps them);
+at the end ``OUT/model.zip`` and ``OUT/summary.json``: training time and speed, then, from the oracle, the exact
+expected score of the deterministic policy (% of optimal) and ``--eval-episodes`` games of regret.
+
+The model plays in the benchmark as ``ppo:OUT/model.zip`` (see :class:`agents.ppo.PPOAgent`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+import env2048  # noqa: F401  (registers the environments)
+from agents.ppo import PPOAgent
+from env2048.shape import parse_board
+from experiments.cli import parse_dataclass, write_json
+
+
+@dataclass
+class Args:
+    """MaskablePPO on Solved2048-RxC with one-hot observations."""
+
+    board: str = "3x3"
+    timesteps: int = 1_000_000
+    n_envs: int = 8
+    seed: int = 0
+    learning_rate: float = 3e-4
+    n_steps: int = 256  # per env and update
+    batch_size: int = 512
+    n_epochs: int = 4
+    gamma: float = 0.995
+    gae_lambda: float = 0.95
+    ent_coef: float = 0.01
+    net: str = "256,256"
+    checkpoint_every: int = 250_000
+    eval_episodes: int = 1000
+    out: str = "results/ppo-3x3"
+
+
+def make_model(args: Args):
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    rows, cols = parse_board(args.board)
+    env_id = f"Solved2048-{rows}x{cols}"
+    vec = make_vec_env(env_id, n_envs=args.n_envs, seed=args.seed, env_kwargs={"obs_mode": "onehot", "oracle": False})
+    vec = VecNormalize(vec, norm_obs=False, norm_reward=True, gamma=args.gamma)
+    policy_kwargs = {"net_arch": [int(x) for x in args.net.split(",")]}
+    return MaskablePPO("MlpPolicy", vec, learning_rate=args.learning_rate, n_steps=args.n_steps,
+                       batch_size=args.batch_size, n_epochs=args.n_epochs, gamma=args.gamma,
+                       gae_lambda=args.gae_lambda, ent_coef=args.ent_coef, policy_kwargs=policy_kwargs,
+                       seed=args.seed, device="cpu", verbose=0)  # fmt: skip
+
+
+def train(args: Args) -> dict:
+    """Train, save checkpoints and the final model, evaluate with the oracle; returns the summary."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    from oracle import Oracle
+
+    out = Path(args.out)
+    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
+    model = make_model(args)
+
+    class Progress(BaseCallback):
+        """tqdm over environment steps, mean score of finished games, periodic checkpoints."""
+
+        def __init__(self):
+            super().__init__()
+            self.bar = tqdm(total=args.timesteps, unit="step", desc=f"MaskablePPO {args.board}")
+            self.scores: list[float] = []
+            self.next_checkpoint = args.checkpoint_every
+
+        def _on_step(self) -> bool:
+            self.bar.update(self.training_env.num_envs)
+            for info in self.locals["infos"]:
+                if "episode" in info:
+                    self.scores.append(float(info["episode"]["r"]))
+            if self.scores and self.n_calls % 200 == 0:
+                recent = self.scores[-200:]
+                self.bar.set_postfix(score=f"{sum(recent) / len(recent):.0f}")
+            if self.num_timesteps >= self.next_checkpoint:
+                self.model.save(out / "checkpoints" / f"step{self.num_timesteps}.zip")
+                self.next_checkpoint += args.checkpoint_every
+            return True
+
+    progress = Progress()
+    start = time.perf_counter()
+    try:
+        model.learn(total_timesteps=args.timesteps, callback=progress)
+    finally:
+        progress.bar.close()
+        model.save(out / "model.zip")
+    seconds = time.perf_counter() - start
+    recent = progress.scores[-1000:]
+    summary = {
+        "args": asdict(args),
+        "train_seconds": seconds,
+        "steps_per_second": model.num_timesteps / seconds,
+        "training_games": len(progress.scores),
+        "mean_score_last_1000_training_games": sum(recent) / max(len(recent), 1),
+        "model": str(out / "model.zip"),
+    }
+    agent = PPOAgent(model, seed=args.seed)
+    oracle = Oracle.for_board(args.board)
+    exact = oracle.evaluate(agent)
+    report = oracle.regret(agent, episodes=args.eval_episodes, seed=args.seed)
+    summary["exact"] = {k: v for k, v in exact.to_dict().items() if k not in ("ages", "visits", "gap_by_age")}
+    summary["regret"] = {k: v for k, v in report.to_dict().items() if not isinstance(v, list)}
+    write_json(out / "summary.json", summary)
+    print(f"{model.num_timesteps:,} steps in {seconds:.0f} s ({summary['steps_per_second']:,.0f} steps/s); exact "
+          f"V^pi = {exact.value:.2f} = {exact.percent_of_optimal:.2f}% of V* {exact.optimal_value:.2f}; "
+          f"{report.summary()}\nwrote {out / 'model.zip'} and {out / 'summary.json'}")  # fmt: skip
+    return summary
+
+
+def main(argv=None) -> None:
+    train(parse_dataclass(Args, argv, description=__doc__))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""Train an n-tuple network by afterstate TD(0) and (on a solved board) measure it against the optimum.
+
+    python -m experiments.train_td [--board 3x3] [--minutes 10] [--games 0] [--seed 0] [--out results/td-3x3.npz]
+
+Training runs in rounds of ``--round`` games until ``--minutes`` of training (or ``--games`` games, if given)
+have passed.  The learning rate follows ``--schedule``, ``"f:alpha,..."`` pairs: from fraction ``f`` of the
+budget on, ``alpha`` (default: 0.5, then 0.1 from half-time, 0.02 for the last fifth).  The weights are saved
+after every ``--checkpoint-minutes`` and at the end (also on Ctrl-C), to ``--out``; a JSON summary goes next to
+it.  On a board this machine solves, the oracle then gives the greedy player's exact expected score.
+
+The weights play in the benchmark as ``td:OUT`` (or ``expectimax:D:OUT``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from agents.ntuple import NTupleAgent
+from env2048.shape import parse_board
+from experiments.cli import parse_dataclass, write_json
+from oracle.oracle import BUILDABLE
+
+
+@dataclass
+class Args:
+    """Afterstate TD(0) on an n-tuple network (default tuples of agents.ntuple.DEFAULT_TUPLES)."""
+
+    board: str = "3x3"
+    minutes: float = 10.0
+    games: int = 0  # 0: no limit on games, only on time
+    schedule: str = "0:0.5,0.5:0.1,0.8:0.02"
+    tc: bool = False
+    stages: int = 1
+    stage_shift: int = 8
+    seed: int = 0
+    round: int = 2000
+    checkpoint_minutes: float = 2.0
+    evaluate: bool = True
+    out: str = "results/td-3x3.npz"
+
+
+def parse_schedule(text: str) -> list[tuple[float, float]]:
+    """``"0:0.5,0.5:0.1"`` -> ``[(0.0, 0.5), (0.5, 0.1)]``, checked: fractions rise from 0 and stay below 1,
+    learning rates positive."""
+    try:
+        steps = [(float(f), float(a)) for f, a in (item.split(":") for item in text.split(","))]
+    except ValueError:
+        raise ValueError(f"schedule {text!r}: write fraction:alpha pairs such as 0:0.5,0.5:0.1") from None
+    fractions = [f for f, _ in steps]
+    if fractions[0] != 0 or fractions != sorted(set(fractions)) or fractions[-1] >= 1 or min(a for _, a in steps) <= 0:
+        raise ValueError(f"schedule {text!r}: fractions must rise from 0 below 1, learning rates be > 0")
+    return steps
+
+
+def alpha_at(schedule: list[tuple[float, float]], fraction: float) -> float:
+    return [a for f, a in schedule if f <= fraction][-1]
+
+
+def train(args: Args) -> dict:
+    schedule = parse_schedule(args.schedule)
+    rows, cols = parse_board(args.board)
+    if args.minutes <= 0 and args.games <= 0:
+        raise ValueError("give a budget: --minutes > 0 or --games > 0")
+    agent = NTupleAgent(rows, cols, alpha=schedule[0][1], seed=args.seed, tc=args.tc, stages=args.stages,
+                        stage_shift=args.stage_shift)  # fmt: skip
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    budget_s = 60 * args.minutes if args.minutes > 0 else float("inf")
+    games = moves = 0
+    spent = 0.0
+    last_checkpoint = 0.0
+    bar = tqdm(total=round(budget_s) if args.games <= 0 else args.games, desc=f"TD {args.board}",
+               unit="s" if args.games <= 0 else " games")  # fmt: skip
+    try:
+        while spent < budget_s and (args.games <= 0 or games < args.games):
+            fraction = spent / budget_s if args.games <= 0 else games / args.games
+            if args.minutes > 0 and args.games > 0:
+                fraction = max(spent / budget_s, games / args.games)
+            agent.alpha = alpha_at(schedule, fraction)
+            n = args.round if args.games <= 0 else min(args.round, args.games - games)
+            stats = agent.train(n)
+            games, moves, spent = games + n, moves + stats.moves, spent + stats.seconds
+            bar.update(round(spent) - bar.n if args.games <= 0 else n)
+            bar.set_postfix(games=games, score=f"{stats.mean_score:.0f}", alpha=agent.alpha)
+            if spent - last_checkpoint >= 60 * args.checkpoint_minutes:
+                agent.save(out)
+                last_checkpoint = spent
+    finally:
+        bar.close()
+        agent.save(out)
+    summary = {"args": asdict(args), "games": games, "moves": moves, "train_seconds": spent,
+               "moves_per_second": moves / spent if spent else None, "weights": str(out)}  # fmt: skip
+    test = agent.train(1000, learn=False)
+    summary["greedy_1000_games"] = {"mean_score": test.mean_score, "reached": test.max_exponent_counts}
+    if args.evaluate and (rows, cols) in BUILDABLE:
+        from oracle import Oracle
+
+        exact = Oracle.for_board(f"{rows}x{cols}").evaluate(agent)
+        summary["exact"] = {"value": exact.value, "optimal_value": exact.optimal_value,
+                            "percent_of_optimal": exact.percent_of_optimal, "states": exact.states}  # fmt: skip
+    write_json(out.with_suffix(".json"), summary)
+    line = (f"{games:,} games, {moves:,} moves in {spent:.0f} s ({summary['moves_per_second']:,.0f} moves/s); "
+            f"1000 greedy games: mean score {test.mean_score:,.1f}")  # fmt: skip
+    if "exact" in summary:
+        line += f"; exact V^pi = {exact.value:.2f} = {exact.percent_of_optimal:.2f}% of V* {exact.optimal_value:.2f}"
+    print(f"{line}\nwrote {out} and {out.with_suffix('.json')}")
+    return summary
+
+
+def main(argv=None) -> None:
+    train(parse_dataclass(Args, argv, description=__doc__))
+
+
+if __name__ == "__main__":
+    main()
