@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: test demo bench lint format clean
+.PHONY: test demo figures bench lint format clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,8 +19,14 @@ test: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q
 
+# The main job: 3x3 table (built once), brief TD training, the benchmark -> results/ (under 10 minutes).
 demo: $(STAMP)
 	$(PY) -m experiments.demo
+
+# Figures of the solved 3x3 and 2x4 games (the PNGs the README shows) -> docs/.
+figures: $(STAMP)
+	$(PY) -m experiments.figures --board 3x3 --out docs
+	$(PY) -m experiments.figures --board 2x4 --out docs
 
 bench: $(STAMP)
 	$(PY) -m experiments.bench_env

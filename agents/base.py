@@ -19,6 +19,8 @@ class Agent:
     name = "agent"
     #: True if the action on a mirrored board is the mirrored action (exact evaluation may use canonical boards)
     symmetric = False
+    #: True if deciding is cheap enough for the oracle's exact evaluation on 3x3 (millions of boards in seconds)
+    cheap_to_evaluate = False
 
     def act_batch(self, boards: np.ndarray, masks: np.ndarray) -> np.ndarray:
         raise NotImplementedError

@@ -157,10 +157,46 @@ def _q_values(s, depth, rows, cols, moves, p4, kind, hw, weights, offsets, rows_
             if ((after >> np.uint64(4 * c)) & np.uint64(15)) == 0:
                 empty += 1
                 shift = np.uint64(4 * c)
-                v2 = _state_value(after | (np.uint64(1) << shift), depth - 1, rows, cols, moves, p4, kind, hw,
-                                  weights, offsets, rows_cells, rows_tuple, layout, ckeys, cdepth, cvals, cstamp, gen)
-                v4 = _state_value(after | (np.uint64(2) << shift), depth - 1, rows, cols, moves, p4, kind, hw,
-                                  weights, offsets, rows_cells, rows_tuple, layout, ckeys, cdepth, cvals, cstamp, gen)
+                v2 = _state_value(
+                    after | (np.uint64(1) << shift),
+                    depth - 1,
+                    rows,
+                    cols,
+                    moves,
+                    p4,
+                    kind,
+                    hw,
+                    weights,
+                    offsets,
+                    rows_cells,
+                    rows_tuple,
+                    layout,
+                    ckeys,
+                    cdepth,
+                    cvals,
+                    cstamp,
+                    gen,
+                )
+                v4 = _state_value(
+                    after | (np.uint64(2) << shift),
+                    depth - 1,
+                    rows,
+                    cols,
+                    moves,
+                    p4,
+                    kind,
+                    hw,
+                    weights,
+                    offsets,
+                    rows_cells,
+                    rows_tuple,
+                    layout,
+                    ckeys,
+                    cdepth,
+                    cvals,
+                    cstamp,
+                    gen,
+                )
                 expected += (1.0 - p4) * v2 + p4 * v4
         q[a] = reward + expected / empty
     return q
@@ -222,6 +258,10 @@ class ExpectimaxAgent(Agent):
         self._cvals = np.zeros(cache_size, np.float64)
         self._cstamp = np.zeros(cache_size, np.int64)
         self._gen = 0
+
+    @property
+    def cheap_to_evaluate(self) -> bool:
+        return self.depth == 1
 
     def _args(self):
         n = self.network

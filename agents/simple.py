@@ -17,6 +17,7 @@ class RandomAgent(Agent):
 
     name = "random"
     symmetric = True
+    cheap_to_evaluate = True
 
     def __init__(self, seed: int = 0):
         self.rng = np.random.default_rng(seed)
@@ -39,6 +40,7 @@ class GreedyAgent(Agent):
     Deterministic (the seed is accepted for a uniform interface and unused)."""
 
     name = "greedy"
+    cheap_to_evaluate = True
 
     def __init__(self, seed: int = 0):
         self.seed = seed
@@ -63,6 +65,7 @@ class OptimalAgent(Agent):
 
     name = "optimal"
     symmetric = True
+    cheap_to_evaluate = True
 
     def __init__(self, oracle, seed: int = 0):
         self.oracle = oracle

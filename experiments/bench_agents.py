@@ -1,22 +1,21 @@
-"""n-tuple TD figures: training speed on 4x4 (four 6-tuples) and the 3x3 agent against the exact optimum.
+"""n-tuple TD figures on 4x4: training speed (four 6-tuples) and the 1-ply player after 20,000 training games.
 
-    python -m experiments.bench_agents [--repeats 3] [--games-4x4 2000] [--train-4x4 20000] [--minutes-3x3 10]
+    python -m experiments.bench_agents [--repeats 3] [--games-4x4 2000] [--train-4x4 20000] [--alpha 0.1]
 
-Speed: moves per second of ``NTupleAgent.train`` (learning on), median of ``--repeats`` runs of
-``--games-4x4`` games after a warm-up; then training continues to ``--train-4x4`` games and 1000 games are
-played without learning (mean score, rate of reaching each tile).  3x3: train for ``--minutes-3x3`` minutes in
-rounds of 5,000 games, then
-the oracle's exact evaluation of the greedy player (% of V*) and 1000-game Monte-Carlo regret.
+Speed: moves per second of ``NTupleAgent.train`` (learning on, ``--alpha``), median of ``--repeats`` runs of
+``--games-4x4`` games after a warm-up.  Quality: a fresh network trained for ``--train-4x4`` games by
+``experiments.train_td`` (its default learning-rate schedule, seed 0), then 1000 games without learning (mean
+score, rate of reaching each tile).  The 3x3 figure (10 minutes of training, measured by the oracle) comes from
+``python -m experiments.train_td --board 3x3 --minutes 10``.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 from agents.ntuple import NTupleAgent
-from oracle import Oracle
+from experiments import train_td
 
 
 def main(argv=None) -> None:
@@ -24,38 +23,24 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--games-4x4", type=int, default=2000)
     parser.add_argument("--train-4x4", type=int, default=20000, help="training games before the 4x4 test")
-    parser.add_argument("--minutes-3x3", type=float, default=10.0)
-    parser.add_argument("--table", default=None, help="3x3 table (default: the cache, built on first use)")
+    parser.add_argument("--alpha", type=float, default=0.1, help="learning rate of the speed runs")
+    parser.add_argument("--out", default="results/td-4x4.npz", help="where the 20,000-game network is saved")
     args = parser.parse_args(argv)
 
-    agent = NTupleAgent(4, 4, alpha=0.1, seed=0)
+    agent = NTupleAgent(4, 4, alpha=args.alpha, seed=0)
     agent.train(10)
     runs = [agent.train(args.games_4x4) for _ in range(args.repeats)]
     rates = [r.moves_per_second for r in runs]
     print(f"4x4 TD(0), four 6-tuples: {statistics.median(rates):,.0f} training moves/s (median of "
           f"{', '.join(f'{r:,.0f}' for r in rates)}); mean score of the last run {runs[-1].mean_score:,.0f} after "
           f"{10 + args.repeats * args.games_4x4} games", flush=True)  # fmt: skip
-    played = 10 + args.repeats * args.games_4x4
-    t = time.perf_counter()
-    if played < args.train_4x4:
-        agent.train(args.train_4x4 - played)
-    test = agent.train(1000, learn=False)
-    rates = ", ".join(f"{tile}: {100 * n / 1000:.1f}%" for tile, n in sorted(test.max_exponent_counts.items())
-                      if tile >= 512)  # fmt: skip
-    print(f"4x4 after {max(played, args.train_4x4)} training games ({time.perf_counter() - t:.0f} s more): 1-ply "
-          f"mean score {test.mean_score:,.0f} over 1000 games; reached {rates}", flush=True)  # fmt: skip
-
-    oracle = Oracle.for_board("3x3", table=args.table)
-    agent = NTupleAgent(3, 3, alpha=0.1, seed=0)
-    start, games = time.perf_counter(), 0
-    while time.perf_counter() - start < 60 * args.minutes_3x3:
-        agent.train(5000)
-        games += 5000
-    trained_s = time.perf_counter() - start
-    exact = oracle.evaluate(agent, progress=False)
-    report = oracle.regret(agent, episodes=1000, seed=0, progress=False)
-    print(f"3x3 TD(0) after {games} games ({trained_s:.0f} s): exact V^pi = {exact.value:.2f} = "
-          f"{exact.percent_of_optimal:.2f}% of V* {exact.optimal_value:.2f}; {report.summary()}")  # fmt: skip
+    summary = train_td.train(train_td.Args(board="4x4", minutes=0, games=args.train_4x4, round=1000,
+                                           out=args.out, evaluate=False))  # fmt: skip
+    test = summary["greedy_1000_games"]
+    rates = ", ".join(f"{tile}: {n / 10:.1f}%" for tile, n in test["reached"].items() if int(tile) >= 512)
+    print(f"4x4 after {summary['games']} training games ({summary['train_seconds']:.0f} s, "
+          f"{summary['moves_per_second']:,.0f} moves/s): 1-ply mean score {test['mean_score']:,.0f} over 1000 games; "
+          f"reached {rates}", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

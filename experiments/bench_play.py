@@ -1,12 +1,14 @@
 """Playing strength and speed of the agents: 4x4 games and the 3x3 oracle's verdict on expectimax.
 
-    python -m experiments.bench_play [--games-4x4 200] [--weights-4x4 W.npz] [--games-3x3 1000] [--depths 1,2,3]
+    python -m experiments.bench_play [--games-4x4 200] [--weights-4x4 W.npz] [--games-3x3 1000]
+        [--weights-3x3 W.npz] [--depths 1,2,3] [--skip-4x4]
 
 4x4 (no oracle: mean score ± 95% CI and the rate of reaching each tile from 512 on) for random, greedy,
 expectimax:2 on the heuristic and, with ``--weights-4x4`` (from ``experiments.train_td --board 4x4``), the TD
 network 1-ply and under expectimax:2; decisions per second are the agent's own time (median over games of
-moves / agent seconds).  Game i is seeded with i.  3x3: expectimax on the heuristic at each of ``--depths``, priced
-by the oracle over ``--games-3x3`` games (mean score, % of optimal, regret per game, optimal moves, decisions/s).
+moves / agent seconds).  Game i is seeded with i.  3x3: expectimax on the heuristic (and on the ``--weights-3x3``
+network if given) at each of ``--depths``, priced by the oracle over ``--games-3x3`` games (mean score, % of
+optimal, regret per game, optimal moves, decisions/s).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ def main(argv=None) -> None:
     parser.add_argument("--games-4x4", type=int, default=200)
     parser.add_argument("--weights-4x4", default=None, help="4x4 n-tuple weights (.npz)")
     parser.add_argument("--games-3x3", type=int, default=1000)
+    parser.add_argument("--weights-3x3", default=None, help="3x3 n-tuple weights: expectimax on them as well")
     parser.add_argument("--depths", default="1,2,3")
     parser.add_argument("--skip-4x4", action="store_true")
     args = parser.parse_args(argv)
@@ -74,14 +77,18 @@ def main(argv=None) -> None:
             print(describe(f"4x4 {name}", play_games(agent, 4, 4, args.games_4x4)), flush=True)
 
     oracle = oracle_for("3x3")
-    for depth in (int(d) for d in args.depths.split(",")):
-        agent = ExpectimaxAgent(3, 3, depth=depth)
-        t = time.perf_counter()
-        report = oracle.regret(agent, episodes=args.games_3x3, seed=0, progress=False)
-        dt = time.perf_counter() - t
-        speed = play_games(agent, 3, 3, 20)["decisions_per_second"]
-        print(f"3x3 expectimax:{depth} (heuristic): {report.summary()}; {speed:,.0f} decisions/s "
-              f"({dt:.0f} s)", flush=True)  # fmt: skip
+    evaluators = [("heuristic", "heuristic")]
+    if args.weights_3x3:
+        evaluators.append(("td", NTupleAgent.load(args.weights_3x3)))
+    for label, evaluator in evaluators:
+        for depth in (int(d) for d in args.depths.split(",")):
+            agent = ExpectimaxAgent(3, 3, depth=depth, evaluator=evaluator)
+            t = time.perf_counter()
+            report = oracle.regret(agent, episodes=args.games_3x3, seed=0, progress=False)
+            dt = time.perf_counter() - t
+            speed = play_games(agent, 3, 3, 20)["decisions_per_second"]
+            print(f"3x3 expectimax:{depth} ({label}): {report.summary()}; {speed:,.0f} decisions/s "
+                  f"({dt:.0f} s)", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -40,17 +40,19 @@ COLUMNS = (
 
 
 def label_of(spec: str) -> str:
-    """A short, file-name-safe label: paths are replaced by their file stem (``td:runs/w.npz`` -> ``td-w``)."""
+    """A short, file-name-safe label: paths become their file stem (``td:runs/w.npz`` -> ``td-w``), and a stem
+    that already starts with the agent's name stands alone (``td:runs/td-3x3.npz`` -> ``td-3x3``)."""
     parts = [Path(p).stem if ("/" in p or "." in p) and i else p for i, p in enumerate(spec.split(":"))]
+    if len(parts) == 2 and parts[1].startswith(parts[0]):
+        parts = parts[1:]
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", "-".join(parts)).strip("-")
 
 
 def exact_is_cheap(agent, cells: int) -> bool:
-    """``--exact auto``: exact evaluation on small boards, and on larger ones for symmetric agents that decide
-    without search (random, greedy, optimal, td, expectimax:1); not for deeper search nor PPO/custom agents."""
-    if cells <= SMALL_BOARD_CELLS:
-        return True
-    return bool(getattr(agent, "symmetric", False)) and getattr(agent, "depth", 1) <= 1
+    """``--exact auto``: exact evaluation on small boards, and on larger ones for agents that say they decide
+    cheaply (``cheap_to_evaluate``: random, greedy, optimal, td, expectimax:1); not for deeper search nor
+    PPO/custom agents, which the exact pass would call on millions of boards."""
+    return cells <= SMALL_BOARD_CELLS or bool(getattr(agent, "cheap_to_evaluate", False))
 
 
 def run_agent(oracle: Oracle, spec: str, episodes: int, seed: int, exact: str, progress: bool) -> tuple[dict, object]:

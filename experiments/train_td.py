@@ -33,8 +33,8 @@ class Args:
     games: int = 0  # 0: no limit on games, only on time
     schedule: str = "0:0.5,0.5:0.1,0.8:0.02"
     tc: bool = False
-    stages: int = 1
-    stage_shift: int = 8
+    stages: int = 0  # 0: the board's default (agents.ntuple.DEFAULT_STAGES)
+    stage_shift: int = 0  # 0: the board's default
     seed: int = 0
     round: int = 2000
     checkpoint_minutes: float = 2.0
@@ -64,8 +64,8 @@ def train(args: Args) -> dict:
     rows, cols = parse_board(args.board)
     if args.minutes <= 0 and args.games <= 0:
         raise ValueError("give a budget: --minutes > 0 or --games > 0")
-    agent = NTupleAgent(rows, cols, alpha=schedule[0][1], seed=args.seed, tc=args.tc, stages=args.stages,
-                        stage_shift=args.stage_shift)  # fmt: skip
+    agent = NTupleAgent(rows, cols, alpha=schedule[0][1], seed=args.seed, tc=args.tc, stages=args.stages or None,
+                        stage_shift=args.stage_shift or None)  # fmt: skip
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     budget_s = 60 * args.minutes if args.minutes > 0 else float("inf")

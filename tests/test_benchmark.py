@@ -35,8 +35,15 @@ def test_files_and_schema(result):
     folder, data = result
     assert data["protocol_version"] == benchmark.PROTOCOL_VERSION
     assert (data["board"], data["episodes"], data["seed"], data["objective"]) == ("2x2", 200, 3, "score")
-    labels = ["random", "greedy", "optimal", "expectimax-2", "td-net", "expectimax-1-net",
-              "test_benchmark-greedy_factory"]
+    labels = [
+        "random",
+        "greedy",
+        "optimal",
+        "expectimax-2",
+        "td-net",
+        "expectimax-1-net",
+        "test_benchmark-greedy_factory",
+    ]
     assert [r["label"] for r in data["agents"]] == labels
     for row in data["agents"]:
         assert set(benchmark.COLUMNS) | {"by_age"} == set(row)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from agents.ntuple import NTupleAgent, _update
+from agents.ntuple import NTupleAgent, _td_update, _update
 from env2048 import board as B
 
 import naive
@@ -136,3 +136,18 @@ def test_staged_coherent_agent_round_trips_and_trains_on_identically(tmp_path):
     assert np.array_equal(back.coherence_a, agent.coherence_a)
     assert agent.train(100).mean_score == back.train(100).mean_score
     assert np.array_equal(back.weights, agent.weights)
+
+
+@given(boards([(3, 3), (4, 3)], max_exp=10))
+def test_td_update_equals_evaluate_then_update(case):
+    rows, cols, grid = case
+    b = B.pack(np.array(grid))
+    one = NTupleAgent(rows, cols, tuples=[[0, 1, 2], [0, 4]], stages=3, stage_shift=4)
+    one.weights[:] = np.random.default_rng(1).standard_normal(one.weights.size)
+    two = NTupleAgent(rows, cols, tuples=[[0, 1, 2], [0, 4]], stages=3, stage_shift=4)
+    two.weights[:] = one.weights
+    _td_update(b, 7.5, 0.1, *one._args())
+    _update(b, 0.1 * (7.5 - two.value(b)), *two._args())
+    np.testing.assert_array_equal(one.weights, two.weights)
+    before = np.random.default_rng(1).standard_normal(one.weights.size).astype(np.float32)
+    assert not np.array_equal(one.weights, before)

@@ -1,0 +1,48 @@
+"""The training scripts end to end on 2x2 (tiny budgets): files written, summaries from the oracle, agents that load."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from agents.registry import make_agent
+from experiments import train_td
+from oracle import Oracle
+
+
+def test_train_td_writes_weights_and_an_exact_summary(tmp_path):
+    out = tmp_path / "td.npz"
+    summary = train_td.train(train_td.Args(board="2x2", minutes=0, games=3000, round=500, out=str(out)))
+    assert summary["games"] == 3000 and summary["moves"] > 3000
+    saved = json.loads(out.with_suffix(".json").read_text())
+    exact = Oracle.for_board("2x2").evaluate(make_agent(f"td:{out}", 2, 2), progress=False)
+    assert saved["exact"]["value"] == pytest.approx(exact.value)
+    assert 0 < saved["exact"]["percent_of_optimal"] <= 100 + 1e-9
+
+
+def test_schedule_parsing():
+    assert train_td.parse_schedule("0:0.5,0.5:0.1") == [(0.0, 0.5), (0.5, 0.1)]
+    assert train_td.alpha_at([(0.0, 0.5), (0.5, 0.1)], 0.7) == 0.1
+    for bad in ("0.5", "0.1:0.5", "0:0.5,0.3:0.1,0.2:0.1", "0:-1"):
+        with pytest.raises(ValueError, match="schedule"):
+            train_td.parse_schedule(bad)
+
+
+def test_train_ppo_saves_a_model_the_benchmark_can_load(tmp_path):
+    pytest.importorskip("sb3_contrib")
+    from experiments import train_ppo
+
+    args = train_ppo.Args(board="2x2", timesteps=512, n_envs=2, n_steps=128, batch_size=64, n_epochs=1,
+                          checkpoint_every=256, eval_episodes=20, out=str(tmp_path / "ppo"))  # fmt: skip
+    summary = train_ppo.train(args)
+    assert (tmp_path / "ppo" / "model.zip").exists() and len(list((tmp_path / "ppo" / "checkpoints").iterdir())) >= 2
+    agent = make_agent(f"ppo:{tmp_path / 'ppo' / 'model.zip'}", 2, 2)
+    masks = np.array([[True, False, False, True]] * 64)
+    actions = agent.act_batch(np.random.default_rng(0).integers(0, 4, (64, 2, 2)), masks)
+    assert masks[np.arange(64), actions].all()  # masked: only legal moves
+    exact = Oracle.for_board("2x2").evaluate(agent, progress=False)
+    assert summary["exact"]["value"] == pytest.approx(exact.value)
+    with pytest.raises(ValueError, match="2x2, not 3x3"):
+        make_agent(f"ppo:{tmp_path / 'ppo' / 'model.zip'}", 3, 3)
