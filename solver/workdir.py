@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -28,6 +29,12 @@ from .spec import SolveSpec
 
 MANIFEST = "manifest.json"
 JOURNAL = "journal.jsonl"
+
+
+# np.load parses each .npy header with ast.literal_eval; CPython 3.11 can raise "SystemError: AST constructor
+# recursion depth mismatch" when two threads build ASTs at once (cpython gh-106905), and the build's writer thread
+# loads layers while the main thread does.  One load at a time.
+_NPY_HEADER_LOCK = threading.Lock()
 
 
 @dataclass
@@ -143,4 +150,5 @@ class WorkDir:
         path = self._file(stage, age, name)
         if not path.exists():
             raise FileNotFoundError(f"{path} is missing from the work directory (it was recorded as finished)")
-        return np.load(path, allow_pickle=False)
+        with _NPY_HEADER_LOCK:
+            return np.load(path, allow_pickle=False)
