@@ -91,8 +91,11 @@ def _leaf(after, rows, cols, kind, hw, weights, offsets, rows_cells, rows_tuple,
 
 @numba.njit(cache=True)
 def _state_value(s, depth, rows, cols, moves, p4, kind, hw, weights, offsets, rows_cells, rows_tuple, layout,
-                 ckeys, cdepth, cvals, cstamp, gen):  # fmt: skip
-    """``max_a Q_depth(s, a)`` (0 if no move is legal), caching chance nodes of depth >= 1 below this one."""
+                 ckeys, cdepth, cvals, cstamp, gen, q_out):  # fmt: skip
+    """``max_a Q_depth(s, a)`` (0 if no move is legal), caching chance nodes of depth >= 1 below this one.
+
+    ``q_out``: float64[4] to receive every legal action's ``Q_depth(s, a)`` (left alone where illegal), or an
+    empty array (the recursive calls)."""
     cells = rows * cols
     best = -np.inf
     for a in range(4):
@@ -121,10 +124,10 @@ def _state_value(s, depth, rows, cols, moves, p4, kind, hw, weights, offsets, ro
                         shift = np.uint64(4 * c)
                         v2 = _state_value(after | (np.uint64(1) << shift), depth - 1, rows, cols, moves, p4, kind,
                                           hw, weights, offsets, rows_cells, rows_tuple, layout, ckeys, cdepth, cvals,
-                                          cstamp, gen)  # fmt: skip
+                                          cstamp, gen, q_out[:0])  # fmt: skip
                         v4 = _state_value(after | (np.uint64(2) << shift), depth - 1, rows, cols, moves, p4, kind,
                                           hw, weights, offsets, rows_cells, rows_tuple, layout, ckeys, cdepth, cvals,
-                                          cstamp, gen)  # fmt: skip
+                                          cstamp, gen, q_out[:0])  # fmt: skip
                         expected += (1.0 - p4) * v2 + p4 * v4
                 expected /= empty  # an afterstate always has an empty cell
                 k = slot
@@ -134,6 +137,8 @@ def _state_value(s, depth, rows, cols, moves, p4, kind, hw, weights, offsets, ro
                         break
                 ckeys[k], cdepth[k], cvals[k], cstamp[k] = after, depth - 1, expected, gen
             q = reward + expected
+        if q_out.shape[0]:
+            q_out[a] = q
         if q > best:
             best = q
     return best if best > -np.inf else 0.0
@@ -144,61 +149,8 @@ def _q_values(s, depth, rows, cols, moves, p4, kind, hw, weights, offsets, rows_
               ckeys, cdepth, cvals, cstamp, gen):  # fmt: skip
     """``Q_depth(s, a)`` for the four actions (``-inf`` where illegal), float64[4]."""
     q = np.full(4, -np.inf)
-    for a in range(4):
-        after, reward = _move(s, a, rows, cols, moves)
-        if after == s:
-            continue
-        if depth == 1:
-            q[a] = reward + _leaf(after, rows, cols, kind, hw, weights, offsets, rows_cells, rows_tuple, layout)
-            continue
-        expected = 0.0
-        empty = 0
-        for c in range(rows * cols):
-            if ((after >> np.uint64(4 * c)) & np.uint64(15)) == 0:
-                empty += 1
-                shift = np.uint64(4 * c)
-                v2 = _state_value(
-                    after | (np.uint64(1) << shift),
-                    depth - 1,
-                    rows,
-                    cols,
-                    moves,
-                    p4,
-                    kind,
-                    hw,
-                    weights,
-                    offsets,
-                    rows_cells,
-                    rows_tuple,
-                    layout,
-                    ckeys,
-                    cdepth,
-                    cvals,
-                    cstamp,
-                    gen,
-                )
-                v4 = _state_value(
-                    after | (np.uint64(2) << shift),
-                    depth - 1,
-                    rows,
-                    cols,
-                    moves,
-                    p4,
-                    kind,
-                    hw,
-                    weights,
-                    offsets,
-                    rows_cells,
-                    rows_tuple,
-                    layout,
-                    ckeys,
-                    cdepth,
-                    cvals,
-                    cstamp,
-                    gen,
-                )
-                expected += (1.0 - p4) * v2 + p4 * v4
-        q[a] = reward + expected / empty
+    _state_value(s, depth, rows, cols, moves, p4, kind, hw, weights, offsets, rows_cells, rows_tuple, layout, ckeys,
+                 cdepth, cvals, cstamp, gen, q)  # fmt: skip
     return q
 
 
