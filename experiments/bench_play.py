@@ -59,7 +59,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--games-4x4", type=int, default=200)
     parser.add_argument("--weights-4x4", default=None, help="4x4 n-tuple weights (.npz)")
-    parser.add_argument("--games-3x3", type=int, default=1000)
+    parser.add_argument("--games-3x3", type=int, default=1000, help="0: skip the 3x3 part")
     parser.add_argument("--weights-3x3", default=None, help="3x3 n-tuple weights: expectimax on them as well")
     parser.add_argument("--depths", default="1,2,3")
     parser.add_argument("--skip-4x4", action="store_true")
@@ -76,6 +76,8 @@ def main(argv=None) -> None:
             agent.act(np.zeros((4, 4), np.uint8) + np.eye(4, dtype=np.uint8), {"action_mask": np.ones(4, bool)})
             print(describe(f"4x4 {name}", play_games(agent, 4, 4, args.games_4x4)), flush=True)
 
+    if args.games_3x3 <= 0:
+        return
     oracle = oracle_for("3x3")
     evaluators = [("heuristic", "heuristic")]
     if args.weights_3x3:
