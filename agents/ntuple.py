@@ -63,7 +63,7 @@ def evaluate_afterstate(b, weights, offsets, rows_cells, rows_tuple, layout):
     """V(b) = Σ over symmetric tuple images of the weight at the image's index."""
     total = 0.0
     # Exponents of all cells first (clipped to the weight tables' base), then pure array arithmetic per image.
-    # This loop is written out again in _update, _td_update and _update_tc on purpose: moved into an inlined
+    # This loop is written out again in _td_update and _update_tc on purpose: moved into an inlined
     # helper that takes the arrays, numba reference-counts them on every call and training ran 4x slower (measured).
     base = layout[0]
     exps = np.empty(16, np.int64)
@@ -86,31 +86,9 @@ def evaluate_afterstate(b, weights, offsets, rows_cells, rows_tuple, layout):
 
 
 @numba.njit(cache=True)
-def _update(b, delta, weights, offsets, rows_cells, rows_tuple, layout):
-    """Add ``delta`` to every weight V(b) reads."""
-    base = layout[0]
-    exps = np.empty(16, np.int64)
-    age = np.int64(0)
-    for c in range(16):
-        e = np.int64((b >> np.uint64(4 * c)) & np.uint64(15))
-        age += (np.int64(1) << e) if e else 0
-        exps[c] = min(e, base - 1)
-    at = min(age >> layout[1], layout[2] - 1) * layout[3]  # start of the board's stage
-    width = rows_cells.shape[1]
-    for r in range(rows_cells.shape[0]):
-        idx = np.int64(0)
-        for k in range(width):
-            c = rows_cells[r, k]
-            if c < 0:
-                break
-            idx = idx * base + exps[c]
-        weights[at + offsets[rows_tuple[r]] + idx] += delta
-
-
-@numba.njit(cache=True)
 def _td_update(b, target, alpha, weights, offsets, rows_cells, rows_tuple, layout):
-    """``V(b) += alpha * (target - V(b))`` spread over the weights V(b) reads: exactly ``evaluate_afterstate``
-    then ``_update``, with the weight positions computed once."""
+    """``V(b) += alpha * (target - V(b))`` spread over the weights V(b) reads: each of them moves by
+    ``alpha * (target - V(b))``, V(b) as :func:`evaluate_afterstate` computes it."""
     base = layout[0]
     exps = np.empty(16, np.int64)
     age = np.int64(0)

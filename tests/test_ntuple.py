@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from agents.ntuple import NTupleAgent, _td_update, _update
+from agents.ntuple import NTupleAgent, _td_update
 from env2048 import board as B
 
 import naive
@@ -73,7 +73,7 @@ def test_td_update_on_a_hand_made_case():
     grid = [[1, 2, 0], [0, 0, 0], [0, 0, 0]]
     b = B.pack(np.array(grid))
     assert agent.value(b) == 0
-    _update(b, 0.5, *agent._args())
+    _td_update(b, 0.5, 1.0, *agent._args())  # every weight read moves by 1.0 * (0.5 - 0)
     # Four symmetric images touch the weights of patterns (1,2), (2,1) and the pairs through the other corners;
     # each image adds 0.5 to the weight it reads, so the value rises by 0.5 per image that reads a distinct
     # weight and 1.0 where two images share one.
@@ -139,15 +139,19 @@ def test_staged_coherent_agent_round_trips_and_trains_on_identically(tmp_path):
 
 
 @given(boards([(3, 3), (4, 3)], max_exp=10))
-def test_td_update_equals_evaluate_then_update(case):
+def test_td_update_matches_reference(case):
+    """Every weight V(b) reads (once per image that reads it) moves by alpha * (target - V(b)), V(b) before the
+    update (evaluate_afterstate, itself checked against reference_value above); float32 weights, float64 steps,
+    bit for bit."""
     rows, cols, grid = case
     b = B.pack(np.array(grid))
-    one = NTupleAgent(rows, cols, tuples=[[0, 1, 2], [0, 4]], stages=3, stage_shift=4)
-    one.weights[:] = np.random.default_rng(1).standard_normal(one.weights.size)
-    two = NTupleAgent(rows, cols, tuples=[[0, 1, 2], [0, 4]], stages=3, stage_shift=4)
-    two.weights[:] = one.weights
-    _td_update(b, 7.5, 0.1, *one._args())
-    _update(b, 0.1 * (7.5 - two.value(b)), *two._args())
-    np.testing.assert_array_equal(one.weights, two.weights)
-    before = np.random.default_rng(1).standard_normal(one.weights.size).astype(np.float32)
-    assert not np.array_equal(one.weights, before)
+    agent = NTupleAgent(rows, cols, tuples=[[0, 1, 2], [0, 4]], stages=3, stage_shift=4)
+    agent.weights[:] = np.random.default_rng(1).standard_normal(agent.weights.size)
+    expected = agent.weights.copy()
+    delta = 0.1 * (7.5 - agent.value(b))
+    for j in reference_slots(agent, grid):
+        expected[j] = np.float32(np.float64(expected[j]) + delta)
+    before = agent.weights.copy()
+    _td_update(b, 7.5, 0.1, *agent._args())
+    np.testing.assert_array_equal(agent.weights, expected)
+    assert not np.array_equal(agent.weights, before)
