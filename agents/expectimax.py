@@ -27,7 +27,7 @@ import numba
 import numpy as np
 
 from env2048 import board as B
-from env2048.board import _move
+from env2048.kernels import move_packed
 from env2048.shape import check_packable
 from env2048.tables import board_tables
 
@@ -99,7 +99,7 @@ def _state_value(s, depth, rows, cols, moves, p4, kind, hw, weights, offsets, ro
     cells = rows * cols
     best = -np.inf
     for a in range(4):
-        after, reward = _move(s, a, rows, cols, moves)
+        after, reward = move_packed(s, a, rows, cols, moves)
         if after == s:
             continue
         if depth == 1:

@@ -24,8 +24,8 @@ import numba
 import numpy as np
 
 from env2048 import board as B
-from env2048.board import _move
 from env2048.engine import next_uniform
+from env2048.kernels import move_packed
 from env2048.shape import check_packable
 from env2048.tables import board_tables
 
@@ -151,7 +151,7 @@ def _best_move(b, rows, cols, moves, weights, offsets, rows_cells, rows_tuple, l
     best_after = b
     best_value = 0.0
     for a in range(4):
-        after, reward = _move(b, a, rows, cols, moves)
+        after, reward = move_packed(b, a, rows, cols, moves)
         if after == b:
             continue
         value = evaluate_afterstate(after, weights, offsets, rows_cells, rows_tuple, layout)

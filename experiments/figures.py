@@ -26,7 +26,7 @@ import numba
 import numpy as np
 from tqdm.auto import tqdm
 
-from env2048.board import _canonical_fast, _legal_bits, _move
+from env2048.kernels import canonical_packed, legal_bits_packed, move_packed
 from env2048.tables import board_tables
 from oracle.oracle import cached_table
 from solver.spec import SolveSpec
@@ -60,10 +60,10 @@ def layer_statistics(states, afters, after_values, rows, cols, moves, sym_lines,
             out[0] += ((s >> np.uint64(4 * c)) & np.uint64(15)) == 0
         n_legal = 0
         for a in range(4):
-            after, reward = _move(s, a, rows, cols, moves)
+            after, reward = move_packed(s, a, rows, cols, moves)
             if after == s:
                 continue
-            key = _canonical_fast(after, rows, cols, sym_lines, sym_bytes)
+            key = canonical_packed(after, rows, cols, sym_lines, sym_bytes)
             j = np.searchsorted(afters, key)
             if j >= afters.shape[0] or afters[j] != key:
                 raise KeyError("an afterstate of a state is missing from its age layer")
@@ -86,7 +86,7 @@ def layer_statistics(states, afters, after_values, rows, cols, moves, sym_lines,
             if ((b >> np.uint64(4 * c)) & np.uint64(15)) == 0:
                 for tile in range(1, 3):
                     child = b | (np.uint64(tile) << np.uint64(4 * c))
-                    if _legal_bits(child, rows, cols, moves) == 0:
+                    if legal_bits_packed(child, rows, cols, moves) == 0:
                         p_end += (1.0 - p4 if tile == 1 else p4) / empty
         out[4] += p_end > 0
         out[5] += p_end

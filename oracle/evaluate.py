@@ -23,7 +23,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from env2048 import board as B
-from env2048.board import _canonical_fast, _move
+from env2048.kernels import canonical_packed, move_packed
 from env2048.tables import board_tables
 
 from .agent import batch_decider
@@ -83,7 +83,7 @@ def _step_layer(ids, weight, policy, T, p4, win_exponent, score, symmetric):
             pa = policy[i, a]
             if pa <= 0:
                 continue
-            after, reward = _move(b, a, rows, cols, moves)
+            after, reward = move_packed(b, a, rows, cols, moves)
             mass = weight[i] * pa
             if score:
                 reward_mass += mass * reward
@@ -103,8 +103,8 @@ def _step_layer(ids, weight, policy, T, p4, win_exponent, score, symmetric):
                 c2 = after | (np.uint64(1) << shift)
                 c4 = after | (np.uint64(2) << shift)
                 if symmetric:
-                    c2 = _canonical_fast(c2, rows, cols, sym_lines, sym_bytes)
-                    c4 = _canonical_fast(c4, rows, cols, sym_lines, sym_bytes)
+                    c2 = canonical_packed(c2, rows, cols, sym_lines, sym_bytes)
+                    c4 = canonical_packed(c4, rows, cols, sym_lines, sym_bytes)
                 child2[k] = c2
                 child4[k] = c4
                 w2[k] = mass * (1.0 - p4) / empty

@@ -1,68 +1,333 @@
-"""Numba kernels of the oracle: batched Q-values of packed boards against an in-memory table.
+"""The oracle's lookup layer: afterstate values of any table, ages opened on demand, batched numba kernels.
 
-The table in memory is two open-addressing hash tables (:func:`solver.kernels.hash_index`): the canonical
-states (keys only, for the membership test) and the canonical afterstates with their values.  A lookup is one
-or two cache misses, and the four afterstate lookups of a board are independent, so they overlap.
+Below both :mod:`oracle.oracle` and :mod:`oracle.regret`.  A batch of boards is grouped by age (a move keeps the
+age, so a board's four afterstates live in its own age's layer) and each group is answered by one kernel call
+against that age's layer:
+
+* format v2: the layer's memory-mapped Elias-Fano code and bit-packed values (:mod:`solver.codec`), plus an
+  in-memory select index of the code's upper bits built when the age is first used;
+* format v1: the layer's sorted afterstate IDs and float64 values, read into memory, binary search.
+
+Layers stay open up to a byte budget (least recently used ages are dropped first; a v2 layer's mapped pages are
+given back to the kernel with ``madvise(MADV_DONTNEED)``), so a table larger than RAM works.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
-from env2048.board import _canonical_fast, _max_exponent, _move
-from solver.kernels import lookup
+from env2048.kernels import canonical_packed, max_exponent_packed, move_packed
+from env2048.tables import board_tables
+from solver import codec
+from solver.bits import get_field
+from solver.kernels import TIE_TOLERANCE, ages_of
 
-#: ``status`` codes of :func:`q_values_batch`
-OK, NOT_IN_TABLE, AFTERSTATE_MISSING = 0, 1, 2
+#: ``status`` codes of :func:`q_values_group`
+OK, NOT_IN_TABLE = 0, 1
+#: Batches smaller than this run on one thread (a parallel launch costs more than it saves).
+SERIAL_BELOW = 256
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
-def q_values_batch(boards, T, state_index, after_index, win_exponent, score):
-    """Q-values of packed states: ``q float64[n, 4]`` (NaN for illegal moves) and ``status int8[n]``.
+def optimal_mask(q: np.ndarray, rel_tol: float = TIE_TOLERANCE, abs_tol: float = 0.0) -> np.ndarray:
+    """``bool[..., 4]``: actions whose Q-value is within ``rel_tol * max(1, |best|) + abs_tol`` of the best legal
+    one; ``q``: ``float64[..., 4]`` with NaN for illegal moves (all False where no move is legal)."""
+    legal = ~np.isnan(q)
+    top = np.where(legal, q, -np.inf).max(axis=-1, keepdims=True)
+    return legal & (q >= top - rel_tol * np.maximum(1.0, np.abs(top)) - abs_tol)
 
-    ``state_index`` / ``after_index``: hash tables of the states (keys only) and of the afterstates with their
-    values.  ``status`` is OK, NOT_IN_TABLE (the canonical board is not a reachable state of the table) or
-    AFTERSTATE_MISSING (a legal move's afterstate is absent: a damaged table).  ``score``: rewards count (the
-    score objective); otherwise a move making a tile of exponent >= ``win_exponent`` is worth 1.
-    """
-    n = boards.shape[0]
-    rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
-    s_keys, _, s_shift = state_index
-    a_keys, a_vals, a_shift = after_index
+
+class Layer(NamedTuple):
+    """One age's lookup arrays (kernels take the fields).  ``coded``: v2 fields (``upper``, ``samples``,
+    ``lower``, ``n``, ``n_bits``, ``low_bits``, ``words``, ``width``, ``is_float``, ``base``); otherwise v1's
+    sorted ``ids`` and ``vals``.  Unused fields are empty."""
+
+    coded: bool
+    half_age: int
+    upper: np.ndarray
+    samples: np.ndarray
+    lower: np.ndarray
+    n: int
+    n_bits: int
+    low_bits: int
+    words: np.ndarray
+    width: int
+    is_float: bool
+    base: int
+    ids: np.ndarray
+    vals: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.upper, self.samples, self.lower, self.words, self.ids, self.vals))
+
+
+def readonly(a: np.ndarray) -> np.ndarray:
+    """A read-only view: every array a kernel gets is read-only, so that each kernel compiles once (memory-mapped
+    arrays are read-only, and numba types the two kinds apart)."""
+    v = a.view()
+    v.setflags(write=False)
+    return v
+
+
+_U64 = readonly(np.zeros(1, np.uint64))
+_I64 = readonly(np.zeros(1, np.int64))
+_F64 = readonly(np.zeros(0, np.float64))
+_NO_IDS = readonly(np.zeros(0, np.uint64))
+
+
+def empty_layer(age: int) -> Layer:
+    """A layer holding nothing (an age absent from the table)."""
+    return Layer(False, age // 2, _U64, _I64, _U64, 0, 0, 0, _U64, 0, False, 0, _NO_IDS, _F64)
+
+
+@numba.njit(cache=True, inline="always")
+def layer_value(key, coded, P, half_age, cells, upper, samples, lower, n, n_bits, low_bits, words, width, is_float,
+                base, ids, vals):  # fmt: skip
+    """Stored value of canonical afterstate ``key`` in one layer, NaN if the layer does not hold it."""
+    if n == 0:
+        return np.nan
+    if coded:
+        r = codec.board_rank(key, half_age, P, cells)
+        i = codec.ef_find(upper, samples, lower, n, n_bits, low_bits, r)
+        if i < 0:
+            return np.nan
+        return codec.decode_value(get_field(words, i, width), is_float, base)
+    i = np.searchsorted(ids, key)
+    if i < n and ids[i] == key:
+        return vals[i]
+    return np.nan
+
+
+@numba.njit(cache=True, inline="always")
+def _q_one(i, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, win_exponent, score, P, coded, half_age,
+           upper, samples, lower, n, n_bits, low_bits, words, width, is_float, base, ids, vals):  # fmt: skip
     cells = rows * cols
-    q = np.full((n, 4), np.nan)
-    status = np.zeros(n, np.int8)
-    for i in numba.prange(n):
-        b = boards[i]
-        if lookup(s_keys, s_shift, _canonical_fast(b, rows, cols, sym_lines, sym_bytes)) < 0:
-            status[i] = NOT_IN_TABLE
+    b = boards[i]
+    for a in range(4):
+        after, reward = move_packed(b, a, rows, cols, moves)
+        if after == b:
+            q[i, a] = np.nan
             continue
-        for a in range(4):
-            after, reward = _move(b, a, rows, cols, moves)
-            if after == b:
-                continue
-            r = float(reward) if score else 0.0
-            if win_exponent <= 15 and _max_exponent(after, cells) >= win_exponent:
-                q[i, a] = r + 1.0
-                continue
-            k = lookup(a_keys, a_shift, _canonical_fast(after, rows, cols, sym_lines, sym_bytes))
-            if k < 0:
-                status[i] = AFTERSTATE_MISSING
-                continue
-            q[i, a] = r + a_vals[k]
-    return q, status
+        r = float(reward) if score else 0.0
+        if win_exponent <= 15 and max_exponent_packed(after, cells) >= win_exponent:
+            q[i, a] = r + 1.0
+            continue
+        key = canonical_packed(after, rows, cols, sym_lines, sym_bytes)
+        v = layer_value(key, coded, P, half_age, cells, upper, samples, lower, n, n_bits, low_bits, words, width,
+                        is_float, base, ids, vals)  # fmt: skip
+        if np.isnan(v):
+            status[i] = NOT_IN_TABLE
+        q[i, a] = r + v
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def afterstate_values_batch(afters, T, after_index):
-    """Values of packed afterstates: ``float64[n]``, NaN where the afterstate is not in the table."""
-    n = afters.shape[0]
-    rows, cols, sym_lines, sym_bytes = T.rows, T.cols, T.sym_lines, T.sym_bytes
-    a_keys, a_vals, a_shift = after_index
-    out = np.full(n, np.nan)
-    for i in numba.prange(n):
-        k = lookup(a_keys, a_shift, _canonical_fast(afters[i], rows, cols, sym_lines, sym_bytes))
-        if k >= 0:
-            out[i] = a_vals[k]
-    return out
+def q_values_group(sel, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, win_exponent, score, P, coded,
+                   half_age, upper, samples, lower, n, n_bits, low_bits, words, width, is_float, base, ids,
+                   vals):  # fmt: skip
+    """Fill ``q[i]`` (``float64[4]``, NaN for illegal moves) and ``status[i]`` for every ``i`` of ``sel``
+    (boards of one age, whose layer the remaining arguments describe; see :class:`Layer`).  ``status`` becomes
+    NOT_IN_TABLE when a legal move's afterstate is not stored.  ``score``: rewards count; otherwise a move making
+    a tile of exponent >= ``win_exponent`` is worth 1."""
+    for j in numba.prange(sel.shape[0]):
+        _q_one(
+            sel[j],
+            boards,
+            q,
+            status,
+            rows,
+            cols,
+            moves,
+            sym_lines,
+            sym_bytes,
+            win_exponent,
+            score,
+            P,
+            coded,
+            half_age,
+            upper,
+            samples,
+            lower,
+            n,
+            n_bits,
+            low_bits,
+            words,
+            width,
+            is_float,
+            base,
+            ids,
+            vals,
+        )
+
+
+@numba.njit(cache=True, nogil=True)
+def q_values_group_serial(sel, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, win_exponent, score, P,
+                          coded, half_age, upper, samples, lower, n, n_bits, low_bits, words, width, is_float, base,
+                          ids, vals):  # fmt: skip
+    """:func:`q_values_group` on one thread (small batches)."""
+    for j in range(sel.shape[0]):
+        _q_one(
+            sel[j],
+            boards,
+            q,
+            status,
+            rows,
+            cols,
+            moves,
+            sym_lines,
+            sym_bytes,
+            win_exponent,
+            score,
+            P,
+            coded,
+            half_age,
+            upper,
+            samples,
+            lower,
+            n,
+            n_bits,
+            low_bits,
+            words,
+            width,
+            is_float,
+            base,
+            ids,
+            vals,
+        )
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def afterstate_values_group(sel, afters, out, rows, cols, sym_lines, sym_bytes, P, coded, half_age, upper, samples,
+                            lower, n, n_bits, low_bits, words, width, is_float, base, ids, vals):  # fmt: skip
+    """``out[i]`` = stored value of afterstate ``afters[i]`` (any symmetry), NaN if absent, for ``i`` in ``sel``."""
+    cells = rows * cols
+    for j in numba.prange(sel.shape[0]):
+        i = sel[j]
+        key = canonical_packed(afters[i], rows, cols, sym_lines, sym_bytes)
+        out[i] = layer_value(key, coded, P, half_age, cells, upper, samples, lower, n, n_bits, low_bits, words,
+                             width, is_float, base, ids, vals)  # fmt: skip
+
+
+@numba.njit(cache=True)
+def group_by_age(ages, n_slots):
+    """Counting sort of ``ages // 2`` (all < ``n_slots``): ``(order int64[n], starts int64[n_slots + 1])``."""
+    starts = np.zeros(n_slots + 1, np.int64)
+    for a in ages:
+        starts[a // 2 + 1] += 1
+    for k in range(n_slots):
+        starts[k + 1] += starts[k]
+    fill = starts[:-1].copy()
+    order = np.empty(ages.shape[0], np.int64)
+    for i in range(ages.shape[0]):
+        slot = ages[i] // 2
+        order[fill[slot]] = i
+        fill[slot] += 1
+    return order, starts
+
+
+class AgeLayers:
+    """Layers of one open table, opened on first use and kept up to ``memory_limit`` bytes (LRU).
+
+    ``table``: an open :func:`solver.store.Table` (v1 or v2); ``verify``: check each v2 age's checksums when it
+    is first opened.
+    """
+
+    def __init__(self, table, memory_limit: int, verify: bool = False):
+        self.table = table
+        self.spec = table.spec
+        self.coded = table.format_version >= 2
+        self.memory_limit = int(memory_limit)
+        self.verify = verify
+        self.T = board_tables(self.spec.rows, self.spec.cols)
+        self.ages = {int(a) for a in table.ages}
+        self.max_age = max(self.ages, default=0)
+        self.P = readonly(codec.rank_tables(self.spec.cells, self.max_age)[1] if self.coded
+                          else np.zeros((1, 16, 1), np.uint64))  # fmt: skip
+        self._open: OrderedDict[int, tuple[Layer, object]] = OrderedDict()
+        self.resident_bytes = 0
+        self.opened = 0
+
+    def layer(self, age: int) -> Layer:
+        age = int(age)
+        if age not in self.ages:
+            return empty_layer(age)
+        hit = self._open.get(age)
+        if hit is not None:
+            self._open.move_to_end(age)
+            return hit[0]
+        layer, mapping = self._load(age)
+        self._open[age] = (layer, mapping)
+        self.resident_bytes += layer.nbytes
+        self.opened += 1
+        while self.resident_bytes > self.memory_limit and len(self._open) > 1:
+            self._drop(next(iter(self._open)))
+        return layer
+
+    def _load(self, age: int) -> tuple[Layer, object]:
+        if not self.coded:
+            arrays = self.table.layer(age, names=("afterstates", "afterstate_values"))
+            ids, vals = readonly(arrays["afterstates"]), readonly(arrays["afterstate_values"])
+            return Layer(False, age // 2, _U64, _I64, _U64, int(ids.size), 0, 0, _U64, 0, False, 0, ids, vals), None
+        mapping = self.table.map_age(age)
+        c = self.table.coded_layer(age, verify=self.verify, mapped=mapping)
+        upper, lower, words = readonly(c.upper), readonly(c.lower), readonly(c.values)
+        samples = readonly(codec.zero_samples(upper, c.upper_bits))
+        layer = Layer(True, age // 2, upper, samples, lower, c.n, c.upper_bits, c.low_bits, words, c.value_bits,
+                      c.value_code == codec.FLOAT_CODE, c.value_base, _NO_IDS, _F64)  # fmt: skip
+        return layer, mapping
+
+    def _drop(self, age: int) -> None:
+        layer, mapping = self._open.pop(age)
+        self.resident_bytes -= layer.nbytes
+        if mapping is not None:
+            mapping.release((layer.upper, layer.lower, layer.words))
+
+    def clear(self) -> None:
+        for age in list(self._open):
+            self._drop(age)
+
+    # -- batched queries ----------------------------------------------------------------------------------------
+    def _groups(self, ids: np.ndarray):
+        """``(age, indices int64[k])`` for each age present in the batch (ages beyond the table: empty layers)."""
+        ages = ages_of(ids, self.spec.cells)
+        if ages.size == 0:
+            return
+        n_slots = int(ages.max()) // 2 + 1
+        if n_slots > 4 * ids.size + 1024:  # sparse ages (a few huge boards): sort instead of counting
+            order = np.argsort(ages, kind="stable")
+            cuts = np.flatnonzero(np.diff(ages[order])) + 1
+            for part in np.split(order, cuts):
+                yield int(ages[part[0]]), part
+            return
+        order, starts = group_by_age(ages, n_slots)
+        for slot in np.flatnonzero(np.diff(starts)):
+            yield 2 * int(slot), order[starts[slot] : starts[slot + 1]]
+
+    def q_values(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(q float64[n, 4], status int8[n])`` of packed boards (see :func:`q_values_group`)."""
+        n = ids.shape[0]
+        q = np.full((n, 4), np.nan)
+        status = np.zeros(n, np.int8)
+        T, spec = self.T, self.spec
+        score = spec.objective == "score"
+        kernel = q_values_group if n >= SERIAL_BELOW else q_values_group_serial
+        for age, sel in self._groups(ids):
+            L = self.layer(age)
+            kernel(sel, ids, q, status, T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes, spec.win_exponent, score,
+                   self.P, L.coded, L.half_age, L.upper, L.samples, L.lower, L.n, L.n_bits, L.low_bits, L.words,
+                   L.width, L.is_float, L.base, L.ids, L.vals)  # fmt: skip
+        return q, status
+
+    def afterstate_values(self, ids: np.ndarray) -> np.ndarray:
+        """``float64[n]``: values of packed afterstates (any symmetry), NaN where not stored."""
+        out = np.full(ids.shape[0], np.nan)
+        T = self.T
+        for age, sel in self._groups(ids):
+            L = self.layer(age)
+            afterstate_values_group(sel, ids, out, T.rows, T.cols, T.sym_lines, T.sym_bytes, self.P, L.coded,
+                                    L.half_age, L.upper, L.samples, L.lower, L.n, L.n_bits, L.low_bits, L.words,
+                                    L.width, L.is_float, L.base, L.ids, L.vals)  # fmt: skip
+        return out

@@ -1,8 +1,14 @@
-"""``Oracle``: optimal values, Q-values and per-move regret of any board, from a solver table held in memory.
+"""``Oracle``: optimal values, Q-values and per-move regret of any board, from a solver table opened lazily.
 
 Boards are given as exponent grids (``(rows, cols)`` or a batch ``(n, rows, cols)``, any integer dtype) or as
 packed IDs (a Python int / ``np.uint64``, or a ``uint64[n]`` array).  Any board, canonical or not: it is
 canonicalised before the lookup and actions refer to the board as given.
+
+What "the board is in the table" means: Q*(s, a) = r(s, a) + V*(afterstate), so the oracle answers every board
+whose legal moves all lead to stored afterstates (or win, for ``tile:K``); that includes every reachable state,
+and also unreachable boards whose afterstates are reachable (their Q-values are exact all the same).  A board
+with a legal move whose afterstate is not stored raises :class:`BoardNotInTable`; a board with no legal move is
+terminal, worth 0.  Format v2 tables store no states, v1 tables store them but the rule is the same for both.
 """
 
 from __future__ import annotations
@@ -15,13 +21,17 @@ from tqdm.auto import tqdm
 
 from env2048 import board as B
 from env2048.shape import ACTION_NAMES, MAX_PACKED_EXPONENT
-from env2048.tables import board_tables
 from solver.build import build
-from solver.kernels import TIE_TOLERANCE, hash_index
+from solver.common import tie_tolerance
 from solver.spec import SolveSpec
 from solver.store import Table, TableError
 
-from .lookup import AFTERSTATE_MISSING, NOT_IN_TABLE, afterstate_values_batch, q_values_batch
+from .evaluate import evaluate_policy
+from .lookup import AgeLayers, optimal_mask
+from .regret import play_regret
+
+#: Bytes of table layers an oracle keeps open by default (see :class:`Oracle`).
+DEFAULT_MEMORY_LIMIT = 4 << 30
 
 #: Boards whose tables build here in about a minute or less: ``for_board`` builds them on first use.
 BUILDABLE = {(2, 2), (2, 3), (3, 2), (2, 4), (4, 2), (3, 3)}
@@ -31,14 +41,6 @@ TOO_BIG = {
     "solver's ~4.7 M states per core-second, ~110 core-hours (Kaneko & Yamashita needed 65 h on 16 cores and "
     "1.4 TiB with compressed storage)",
 }
-
-
-def optimal_mask(q: np.ndarray) -> np.ndarray:
-    """``bool[..., 4]``: the actions whose Q-value is within ``TIE_TOLERANCE`` (relative) of the best legal one;
-    ``q``: ``float64[..., 4]`` with NaN for illegal moves (all False where no move is legal)."""
-    legal = ~np.isnan(q)
-    top = np.where(legal, q, -np.inf).max(axis=-1, keepdims=True)
-    return legal & (q >= top - TIE_TOLERANCE * np.maximum(1.0, np.abs(top)))
 
 
 class BoardNotInTable(KeyError):
@@ -80,45 +82,73 @@ def cached_table(spec: SolveSpec, progress: bool = True) -> Path:
 class Oracle:
     """Exact optimal play of one solved table (see the module docstring for board formats).
 
-    Memory: hash tables of 8 bytes per slot for the states and 16 for the afterstates, at most half full (about
-    2.1 GB for 3x3); loading the 3x3 table takes a few seconds.
+    Memory: nothing is loaded at open; each age's layer is opened when a board of that age is first asked for
+    (format v2: memory-mapped, plus a select index of about 1/32 of its ID code; v1: read into memory) and kept
+    while the open layers total at most ``memory_limit`` bytes (least recently used ages are dropped first).
+    Values of a v2 table carry its code's error bound (``value_error``); actions whose Q-values differ by less
+    than about twice that bound count as tied (``tie_tolerance``, see :func:`solver.common.tie_tolerance`).
     """
 
-    def __init__(self, table: Table):
+    def __init__(self, table, memory_limit: int | None = None, verify: bool = False):
+        self.table = table
         self.path = table.path
         self.spec = table.spec
         self.rows, self.cols = self.spec.rows, self.spec.cols
         self.attrs = table.attrs
-        self._T = board_tables(self.rows, self.cols)
-        counts = table.counts()
-        state_ids = np.empty(sum(c.states for c in counts), np.uint64)
-        after_ids = np.empty(sum(c.afterstates for c in counts), np.uint64)
-        after_vals = np.empty(after_ids.size, np.float64)
-        s0 = a0 = 0
-        for c in counts:
-            layer = table.layer(c.age, names=("states", "afterstates", "afterstate_values"))
-            state_ids[s0 : s0 + c.states] = layer["states"]
-            after_ids[a0 : a0 + c.afterstates] = layer["afterstates"]
-            after_vals[a0 : a0 + c.afterstates] = layer["afterstate_values"]
-            s0, a0 = s0 + c.states, a0 + c.afterstates
-        self.n_states, self.n_afterstates = state_ids.size, after_ids.size
-        self._state_index = hash_index(state_ids, np.empty(0))
-        del state_ids
-        self._after_index = hash_index(after_ids, after_vals)
+        self.format_version = int(table.attrs["format_version"])
+        self.memory_limit = DEFAULT_MEMORY_LIMIT if memory_limit is None else int(memory_limit)
+        self._layers = AgeLayers(table, self.memory_limit, verify=verify)
+        self.n_states, self.n_afterstates = int(table.attrs["states"]), int(table.attrs["afterstates"])
         ids, probs, values = table.start()
         self.start_ids, self.start_probs, self.start_values = ids, probs, values
         self.start_value = float(table.attrs["start_value"])
+        a = table.attrs
+        self.value_error = (0.0, 0.0) if self.format_version == 1 else (
+            float(a["value_error_relative"]), float(a["value_error_absolute"]))  # fmt: skip
+        self.tie_tolerance = tie_tolerance(a)
+
+    @property
+    def resident_bytes(self) -> int:
+        """Bytes of the layers open now (mapped or read), at most about ``memory_limit``."""
+        return self._layers.resident_bytes
+
+    def close(self) -> None:
+        """Drop every open layer and close the table."""
+        self._layers.clear()
+        self.table.close()
+
+    def __enter__(self) -> Oracle:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def optimal_mask(self, q: np.ndarray) -> np.ndarray:
+        """``bool[..., 4]``: the optimal actions given Q-values (``float64[..., 4]``, NaN = illegal), ties within
+        :attr:`tie_tolerance`."""
+        return optimal_mask(q, *self.tie_tolerance)
 
     # -- construction -----------------------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str | os.PathLike, verify: bool = False) -> Oracle:
-        """Load a table written by ``python -m solver build``; ``verify`` also checks every dataset's SHA-256."""
-        with Table(path) as table:
+    def open(cls, path: str | os.PathLike, verify: bool = False, memory_limit: int | None = None) -> Oracle:
+        """Open a table written by ``python -m solver build`` (a v1 or v2 file, or a v2 directory); nothing is
+        read but the root attributes, the index and the start states.  ``verify`` first checks every dataset's
+        SHA-256 (reads the whole table).  ``memory_limit``: bytes of open layers (default
+        :data:`DEFAULT_MEMORY_LIMIT`)."""
+        table = Table(path)
+        try:
+            missing = table.missing_ages() if hasattr(table, "missing_ages") else []
+            if missing:
+                raise TableError(f"{path}: ages {missing[:5]} are in the index but missing from the table "
+                                 f"({len(missing)} in all)")  # fmt: skip
             if verify:
                 bad = table.bad_checksums()
                 if bad:
                     raise TableError(f"{path}: checksum mismatch in {', '.join(bad[:5])} (the file is damaged)")
-            return cls(table)
+            return cls(table, memory_limit=memory_limit, verify=verify)
+        except BaseException:
+            table.close()
+            raise
 
     @classmethod
     def for_board(
@@ -165,19 +195,14 @@ class Oracle:
                                 for row in B.unpack(np.uint64(board_id), self.rows, self.cols))  # fmt: skip
 
     def _q(self, ids: np.ndarray) -> np.ndarray:
-        q, status = q_values_batch(
-            ids, self._T, self._state_index, self._after_index, self.spec.win_exponent, self.spec.objective == "score"
-        )
+        q, status = self._layers.q_values(ids)
         bad = np.flatnonzero(status)
         if bad.size:
             i = int(bad[0])
-            if status[i] == NOT_IN_TABLE:
-                raise BoardNotInTable(
-                    f"board {int(ids[i]):#x} (batch index {i}) is not a reachable state of the "
-                    f"{self.spec.describe()} table:{self._describe(ids[i])}"
-                )
-            if status[i] == AFTERSTATE_MISSING:
-                raise TableError(f"{self.path}: an afterstate of board {int(ids[i]):#x} is missing (damaged table)")
+            raise BoardNotInTable(
+                f"board {int(ids[i]):#x} (batch index {i}) is not a reachable state of the {self.spec.describe()} "
+                f"table (a legal move leads to an afterstate the table does not hold):{self._describe(ids[i])}"
+            )
         return q
 
     # -- queries ----------------------------------------------------------------------------------------------
@@ -196,9 +221,9 @@ class Oracle:
         return v if batch else float(v[0])
 
     def best_actions(self, board) -> np.ndarray:
-        """``bool[4]`` (or ``[n, 4]``): the optimal actions (within a relative 1e-12 of the best Q)."""
+        """``bool[4]`` (or ``[n, 4]``): the optimal actions (within :attr:`tie_tolerance` of the best Q)."""
         ids, batch = self._packed(board)
-        best = optimal_mask(self._q(ids))
+        best = self.optimal_mask(self._q(ids))
         return best if batch else best[0]
 
     def action_regret(self, board, action):
@@ -219,7 +244,7 @@ class Oracle:
     def afterstate_value(self, afterstate):
         """Value of an afterstate (board after a move, before the spawn); ``float`` or ``float64[n]``."""
         ids, batch = self._packed(afterstate)
-        out = afterstate_values_batch(ids, self._T, self._after_index)
+        out = self._layers.afterstate_values(ids)
         missing = np.flatnonzero(np.isnan(out))
         if missing.size:
             i = int(missing[0])
@@ -229,16 +254,13 @@ class Oracle:
 
     def regret(self, agent, episodes: int = 1000, seed: int = 0, blunder: float | None = None, progress: bool = True):
         """Play ``agent`` and price every move: a :class:`~oracle.regret.RegretReport`."""
-        from .regret import play_regret
-
         return play_regret(self, agent, episodes, seed, blunder, progress)
 
     def evaluate(self, agent, progress: bool = True):
         """Exact V^π(start) and optimality gap by age of ``agent``: an :class:`~oracle.evaluate.Evaluation`."""
-        from .evaluate import evaluate_policy
-
         return evaluate_policy(self, agent, progress)
 
     def __repr__(self) -> str:
         return (f"Oracle({self.spec.describe()}, {self.n_states:,} states, {self.n_afterstates:,} "
-                f"afterstates, V*(start) = {self.start_value:.6f}, table {self.path})")  # fmt: skip
+                f"afterstates, V*(start) = {self.start_value:.6f}, table {self.path} "
+                f"(format v{self.format_version}))")  # fmt: skip

@@ -17,7 +17,6 @@ from tqdm.auto import tqdm
 from env2048.env import Game2048Env
 
 from .agent import single_decider
-from .oracle import optimal_mask
 
 #: A move whose regret exceeds this fraction of V*(start) counts as a blunder (default threshold).
 BLUNDER_FRACTION = 0.01
@@ -137,7 +136,7 @@ def play_regret(oracle, agent, episodes: int = 1000, seed: int = 0, blunder: flo
             if not 0 <= action <= 3 or np.isnan(q[action]):
                 raise ValueError(f"agent chose action {action}, which is illegal here (mask {info['action_mask']})")
             best = np.nanmax(q)
-            is_optimal = bool(optimal_mask(q)[action])
+            is_optimal = bool(oracle.optimal_mask(q)[action])
             r = 0.0 if is_optimal else float(best - q[action])  # ties within rounding are not regret
             slot = info["age"] // 2
             visits[slot] += 1

@@ -13,7 +13,7 @@ import numpy as np
 
 from env2048.env import Game2048Env
 
-from .oracle import BUILDABLE, Oracle, optimal_mask
+from .oracle import BUILDABLE, Oracle
 
 _ORACLES: dict[tuple, Oracle] = {}
 
@@ -41,7 +41,7 @@ class OracleWrapper(gym.Wrapper):
     def _annotate(self, info: dict) -> dict:
         self._q = self.oracle.q_values(self.env.unwrapped.board)
         info["q_values"] = self._q.copy()
-        info["optimal_actions"] = optimal_mask(self._q)
+        info["optimal_actions"] = self.oracle.optimal_mask(self._q)
         return info
 
     def reset(self, **kwargs):

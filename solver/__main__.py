@@ -1,12 +1,14 @@
-"""Command line of the solver: ``python -m solver {build,info,enumerate,verify} ...``.
+"""Command line of the solver: ``python -m solver {build,info,enumerate,verify,convert} ...``.
 
 Examples::
 
     python -m solver build --board 3x3 --out tables/3x3.h5
     python -m solver build --board 2x2 --objective tile:5 --out tables/2x2-32.h5
+    python -m solver build --board 4x3 --objective tile:7 --layout directory --out tables/4x3-128
     python -m solver info tables/3x3.h5 --json
     python -m solver enumerate --board 4x3 --max-age 300 --json
     python -m solver verify tables/3x3.h5 --samples 2000
+    python -m solver convert old-v1.h5 new-v2.h5
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import sys
 from env2048 import board as B
 
 from .build import build, set_threads
+from .convert import convert_table
 from .forward import run_forward
 from .spec import SPAWN_MODELS, SolveSpec
 from .store import Table, TableError, board_text
@@ -40,7 +43,8 @@ def _ages_json(counts) -> list[dict]:
 
 def cmd_build(args) -> int:
     spec = SolveSpec.parse(args.board, args.objective, args.p4, args.spawn)
-    report = build(spec, args.out, args.work_dir, args.threads, progress=not args.quiet, keep_work=args.keep_work)
+    report = build(spec, args.out, args.work_dir, args.threads, progress=not args.quiet, keep_work=args.keep_work,
+                   format_version=args.format, layout=args.layout)  # fmt: skip
     a = report.attrs
     print(
         f"{spec.describe()}: {a['states']:,} states, {a['afterstates']:,} afterstates "
@@ -70,15 +74,48 @@ def cmd_info(args) -> int:
             "start_values": start_values,
             "ages": _ages_json(t.counts()),
         }
+        info.update(format_fields(t))
     if args.json:
         print(json.dumps(info, indent=1))
         return 0
     print(f"{args.file}: {info['board']} {info['objective']} (spawn {info['spawn']}, p4={info['p4']:g})")
+    print(f"format v{info['format_version']} ({info['layout']}), {info['bytes']:,} bytes: "
+          f"{info['bits_per_afterstate_id']:.2f} bits per afterstate ID, {info['bits_per_afterstate_value']:.2f} per "
+          f"value{info['value_note']}")  # fmt: skip
     print(f"states {info['states']:,}  afterstates {info['afterstates']:,}  terminal {info['terminal_states']:,}")
     print(f"ages {info['ages'][0]['age']}..{info['ages'][-1]['age']} ({len(info['ages'])} layers)")
     print(f"start value {info['start_value']:.12g} (expectation over the random start)")
     for board, v in start_values.items():
         print(f"  {board:<24} {v:.12g}")
+    return 0
+
+
+def format_fields(t) -> dict:
+    """Format, layout, size on disk and bits per afterstate of an open table (any version)."""
+    a = t.attrs
+    n = max(1, int(a["afterstates"]))
+    version = int(a["format_version"])
+    size = sum(p.stat().st_size for p in t.path.rglob("*") if p.is_file()) if t.path.is_dir() else t.path.stat().st_size
+    if version == 1:
+        id_bits, value_bits, note = 64.0, 64.0, " (v1 also stores every state: 17 bytes each)"
+    else:
+        id_bits, value_bits = float(a["bits_per_afterstate_id"]), float(a["bits_per_afterstate_value"])
+        rel, absolute = float(a["value_error_relative"]), float(a["value_error_absolute"])
+        note = (
+            f" ({a['value_code']} code, error <= {rel:.3g} relative)"
+            if rel
+            else (f" ({a['value_code']} code, error <= {absolute:.3g} absolute)")
+        )
+    return {"format_version": version, "layout": a.get("layout", "file"), "bytes": int(size),
+            "bits_per_afterstate_id": id_bits, "bits_per_afterstate_value": value_bits,
+            "bits_per_afterstate_on_disk": 8.0 * size / n, "value_note": note}  # fmt: skip
+
+
+def cmd_convert(args) -> int:
+    report = convert_table(args.src, args.out, layout=args.layout, progress=not args.quiet)
+    print(f"{args.src} (v1, {report['src_bytes']:,} bytes) -> {args.out} (v2, {report['out_bytes']:,} bytes); "
+          f"max value error {report['max_relative_error']:.3g} relative, {report['max_absolute_error']:.3g} "
+          f"absolute")  # fmt: skip
     return 0
 
 
@@ -128,7 +165,21 @@ def main(argv=None) -> int:
     p.add_argument("--out", required=True, help="table file to write (HDF5)")
     p.add_argument("--work-dir", default=None, help="where finished ages are kept (default OUT.work)")
     p.add_argument("--keep-work", action="store_true", help="keep the work directory after success")
+    p.add_argument("--format", type=int, default=2, choices=(1, 2), help="table format (default 2, compact)")
+    p.add_argument(
+        "--layout",
+        default="file",
+        choices=("file", "directory"),
+        help="v2: one HDF5 file (default) or a directory of per-age files with a manifest",
+    )
     p.set_defaults(fn=cmd_build)
+
+    p = sub.add_parser("convert", help="turn a v1 table into a v2 table")
+    p.add_argument("src", help="v1 table file")
+    p.add_argument("out", help="v2 table to write (file, or directory with --layout directory)")
+    p.add_argument("--layout", default="file", choices=("file", "directory"))
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(fn=cmd_convert)
 
     p = sub.add_parser("info", help="totals, start values and per-age counts of a table")
     p.add_argument("file")

@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from env2048.tables import board_tables
 
 from .forward import n_chunks_for
-from .kernels import afterstate_values, hash_index, state_values
+from .kernels import TIE_TOLERANCE, afterstate_values, hash_index, state_values
 from .spec import SolveSpec
 
 _EMPTY_IDS = np.empty(0, np.uint64)
@@ -29,13 +29,18 @@ class CorruptLayer(RuntimeError):
 
 
 def solve_states(
-    spec: SolveSpec, states: np.ndarray, afterstates: np.ndarray, afterstate_values_: np.ndarray
+    spec: SolveSpec,
+    states: np.ndarray,
+    afterstates: np.ndarray,
+    afterstate_values_: np.ndarray,
+    tie: tuple[float, float] = (TIE_TOLERANCE, 0.0),
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(state_values float64[n], best_actions uint8[n])`` of one age from its afterstate values."""
+    """``(state_values float64[n], best_actions uint8[n])`` of one age from its afterstate values; actions within
+    ``tie = (relative, absolute)`` of the best are all best."""
     T = board_tables(spec.rows, spec.cols)
     s_values, best, missing = state_values(
         states, T, spec.cells, spec.win_exponent, spec.objective == "score",
-        hash_index(afterstates, afterstate_values_), n_chunks_for(states.size),
+        hash_index(afterstates, afterstate_values_), n_chunks_for(states.size), float(tie[0]), float(tie[1]),
     )  # fmt: skip
     if missing >= 0:
         raise CorruptLayer(f"state {int(states[missing]):#x} has an afterstate missing from its layer")

@@ -1,8 +1,9 @@
 """``build``: forward pass, backward pass and table writing, resumable through a work directory.
 
-Disk traffic runs on one background thread while the numba kernels (which release the GIL) compute: each
-finished age is saved to the work directory (for resuming) and, in the backward pass, written to the table.
-Forward layers are also kept in memory up to ``HOLD_BYTES`` so that the backward pass need not read them back.
+Coding and disk traffic run on one background thread while the numba kernels (which release the GIL) compute:
+each finished age is coded and saved to the work directory (for resuming) and, in the backward pass, written to
+the table.  Forward layers are also kept in memory up to ``HOLD_BYTES`` so that the backward pass need not
+decode them again.
 """
 
 from __future__ import annotations
@@ -18,14 +19,22 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from env2048 import board as B
+
+from . import codec
 from .backward import run_backward, solve_states
+from .common import SOLVER_VERSION
+from .derive import derive_states
 from .forward import canonical_starts, run_forward
 from .spec import SolveSpec
-from .store import SOLVER_VERSION, TableWriter
+from .store import TableWriterV1
+from .table_v2 import CodedLayer, TableWriterV2, encode_afterstates
 from .workdir import AgeCount, WorkDir
 
-#: Forward layers kept in memory for the backward pass (beyond this they are read back from the work dir).
+#: Forward layers kept in memory for the backward pass (beyond this they are decoded from the work dir).
 HOLD_BYTES = 1 << 30
+#: Format v2: seconds of backward pass between two checkpoints of exact values (see :class:`Checkpoints`).
+CHECKPOINT_SECONDS = 10.0
 #: Finished ages allowed to wait for the writer thread before the computation pauses for it.
 MAX_QUEUED = 16
 
@@ -95,6 +104,103 @@ class BackgroundWriter:
         self._pool.shutdown(wait=True)
 
 
+class ForwardLayers:
+    """The forward pass's layers for the backward pass: raw arrays held in memory up to ``HOLD_BYTES``, the rest
+    decoded from the work directory's coded afterstates (states derived from the afterstates of ages - 2 and
+    - 4).  A few decoded afterstate layers are cached, since consecutive ages share them."""
+
+    def __init__(self, spec: SolveSpec, work: WorkDir, ages: set[int]):
+        self.spec, self.work, self.ages = spec, work, ages
+        self.held: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.held_bytes = 0
+        self._decoded: dict[int, np.ndarray] = {}
+        self._lock = threading.Lock()  # the writer thread reads layers too
+
+    def hold(self, age: int, states: np.ndarray, afterstates: np.ndarray) -> None:
+        if self.held_bytes + states.nbytes + afterstates.nbytes <= HOLD_BYTES:
+            self.held[age] = (states, afterstates)
+            self.held_bytes += states.nbytes + afterstates.nbytes
+
+    def coded(self, age: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """``(upper, lower, low_bits)`` of an age's afterstates, as journalled."""
+        count = self.work.forward_count(age)
+        upper = self.work.load("forward", age, "ids_upper")
+        lower = self.work.load("forward", age, "ids_lower")
+        return upper, lower, codec.low_bits_for(count.afterstates, codec.boards_of_age(self.spec.cells, age))
+
+    def afterstates(self, age: int) -> np.ndarray:
+        if age in self.held:
+            return self.held[age][1]
+        if age not in self.ages:
+            return np.empty(0, np.uint64)
+        with self._lock:
+            if age not in self._decoded:
+                if len(self._decoded) >= 4:
+                    self._decoded.pop(max(self._decoded, key=lambda a: abs(a - age)))
+                upper, lower, low_bits = self.coded(age)
+                ranks = codec.ef_decode(upper, lower, self.work.forward_count(age).afterstates, low_bits)
+                _, P = codec.rank_tables(self.spec.cells, age)
+                self._decoded[age] = codec.boards_of_ranks(ranks, age // 2, P, self.spec.cells)
+            return self._decoded[age]
+
+    def layer(self, age: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(states, afterstates)`` of an age, sorted canonical ``uint64``."""
+        if age in self.held:
+            return self.held[age]
+        after = self.afterstates(age)
+        return derive_states(self.spec, age, self.afterstates(age - 2), self.afterstates(age - 4)), after
+
+
+class Checkpoints:
+    """Exact afterstate values in the work directory, for resuming the backward pass bit for bit.
+
+    A resumed pass at age a needs the state values of ages a + 2 and a + 4, and so the exact (not coded) values
+    of their afterstates.  Writing them for every age would more than double the work directory's traffic, so
+    format v2 keeps them for a pair of consecutive solved ages every ``every_s`` seconds (and for the start
+    states' ages, which the table's start values need); a resumed build redoes at most the ages solved since
+    the last pair.  ``every_s=None`` keeps every age's (format v1 copies all values from them on resume).
+    """
+
+    def __init__(self, work: WorkDir, keep: set[int], every_s: float | None):
+        self.work, self.keep, self.every_s = work, keep, every_s
+        self.last_time = time.perf_counter()
+        self.previous: tuple[int, np.ndarray] | None = None
+        self.pair: tuple[int, ...] = ()
+        self.stale: tuple[int, ...] = ()
+
+    def add(self, age: int, values: np.ndarray) -> None:
+        """Called with each solved age, before the journal records it."""
+        if self.every_s is None or age in self.keep:
+            self.work.save("backward", age, "exact", values)
+        elif self.previous is not None and time.perf_counter() - self.last_time >= self.every_s:
+            self.work.save("backward", self.previous[0], "exact", self.previous[1])
+            self.work.save("backward", age, "exact", values)
+            self.stale = tuple(old for old in self.pair if old not in (age, self.previous[0]))
+            self.pair = (age, self.previous[0])
+            self.last_time = time.perf_counter()
+        self.previous = (age, values)
+
+    def recorded(self) -> None:
+        """Called once the journal records the age: the previous pair is no longer needed."""
+        for old in self.stale:
+            self.work.discard("backward", old, "exact")
+        self.stale = ()
+
+
+def resumable_ages(work: WorkDir, ages: list[int], start_ages: set[int], format_version: int) -> set[int]:
+    """The solved ages a resumed backward pass keeps: those from the lowest age at which it can restart exactly
+    (the exact values of that age and the next are in the work directory) upwards."""
+    done = work.backward_done
+    if format_version == 1 or not done:
+        return done
+    present = set(ages)
+    for age in sorted(done):
+        needed = [a for a in (age, age + 2) if a in present]
+        if all(a in done and work.has("backward", a, "exact") for a in needed):
+            return {a for a in done if a >= age}
+    return set()
+
+
 def build(
     spec: SolveSpec,
     out: str | os.PathLike,
@@ -102,79 +208,116 @@ def build(
     threads: int | None = None,
     progress: bool = True,
     keep_work: bool = False,
+    format_version: int = 2,
+    layout: str = "file",
 ) -> BuildReport:
-    """Solve ``spec`` into the table ``out``.
+    """Solve ``spec`` into the table ``out`` (format v2 by default: one file, or a directory with
+    ``layout="directory"``; ``format_version=1`` writes the uncompressed v1 file).
 
     Finished ages are kept in ``work_dir`` (default ``OUT.work``); running the same build again after an
     interruption resumes from the last finished age.  The work directory is removed after success unless
     ``keep_work``.
     """
+    if format_version not in (1, 2):
+        raise ValueError(f"table format must be 1 or 2, got {format_version}")
+    if format_version == 1 and layout != "file":
+        raise ValueError("format 1 has one layout only: a single file")
     threads = set_threads(threads)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     work = WorkDir(work_dir or out.with_name(out.name + ".work"), spec, SOLVER_VERSION)
     writer = BackgroundWriter()
-    held: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    cells = spec.cells
+    layers = ForwardLayers(spec, work, set())
     table = None
     try:
         t0 = time.perf_counter()
         if not work.forward_complete:
-            held_bytes = 0
 
-            def save_forward(count: AgeCount, states, afterstates) -> None:
-                work.save("forward", count.age, "states", states)
-                work.save("forward", count.age, "afterstates", afterstates)
+            def save_forward(count: AgeCount, afterstates) -> None:
+                upper, lower, _ = encode_afterstates(count.age, afterstates, cells)
+                work.save("forward", count.age, "ids_upper", upper)
+                work.save("forward", count.age, "ids_lower", lower)
                 work.record_forward(count)
 
             def on_age(count: AgeCount, states, afterstates) -> None:
-                nonlocal held_bytes
-                if held_bytes + states.nbytes + afterstates.nbytes <= HOLD_BYTES:
-                    held[count.age] = (states, afterstates)
-                    held_bytes += states.nbytes + afterstates.nbytes
-                writer.submit(save_forward, count, states, afterstates)
+                layers.hold(count.age, states, afterstates)
+                writer.submit(save_forward, count, afterstates)
 
-            run_forward(
-                spec, on_age=on_age, done=work.forward_counts,
-                load_afterstates=lambda age: work.load("forward", age, "afterstates"), progress=progress,
-            )  # fmt: skip
+            def load_afterstates(age: int) -> np.ndarray:
+                layers.ages.add(age)
+                return layers.afterstates(age)
+
+            run_forward(spec, on_age=on_age, done=work.forward_counts, load_afterstates=load_afterstates,
+                        progress=progress)  # fmt: skip
             writer.drain()
             work.finish_forward()
         counts = work.forward_counts
         by_age = {c.age: c for c in counts}
+        layers.ages = set(by_age)
         t1 = time.perf_counter()
 
-        def load_layer(age: int):
-            if age in held:
-                return held[age]
-            return work.load("forward", age, "states"), work.load("forward", age, "afterstates")
-
         start_ids, start_probs = canonical_starts(spec)
-        table = TableWriter(out, spec, start_ids, start_probs)
+        start_ages = {int(a) for a in B.age(start_ids, spec.rows, spec.cols)} if start_ids.size else set()
+        if format_version == 1:
+            table = TableWriterV1(out, spec, start_ids, start_probs)
+        else:
+            table = TableWriterV2(out, spec, start_ids, start_probs, layout)
+        value_code = codec.value_code_for(spec.objective)
 
-        def write_age(age: int, s_values, best, a_values) -> None:
-            states, afterstates = load_layer(age)
-            layer = {"states": states, "state_values": s_values, "best_actions": best, "afterstates": afterstates,
-                     "afterstate_values": a_values}  # fmt: skip
-            table.write_age(by_age[age], layer)
+        def write_age(age: int, s_values, best, a_values, values_words=None, code=None) -> None:
+            states, afterstates = layers.layer(age) if (format_version == 1 or age in start_ages) else (None, None)
+            if format_version == 1:
+                layer = {"states": states, "state_values": s_values, "best_actions": best,
+                         "afterstates": afterstates, "afterstate_values": a_values}  # fmt: skip
+                table.write_age(by_age[age], layer)
+                return
+            upper, lower, low_bits = layers.coded(age)
+            if values_words is None:
+                coded = CodedLayer.encode(by_age[age], cells, upper, lower, low_bits, a_values, value_code)
+            else:
+                universe = codec.boards_of_age(cells, age)
+                coded = CodedLayer(age, by_age[age].terminal, by_age[age].afterstates, universe, low_bits,
+                                   codec.upper_bits_for(by_age[age].afterstates, universe, low_bits), upper, lower,
+                                   values_words, value_code, code["value_bits"], code["value_base"])  # fmt: skip
+            table.write_age(coded, states, s_values)
+            return coded
+
+        def exact_values(age: int) -> np.ndarray:
+            return work.load("backward", age, "exact")
 
         def state_values_of(age: int):
-            """State values and best actions of an age solved by an earlier run (only its afterstate values
-            are kept in the work directory; the states' follow exactly from them)."""
-            states, afterstates = load_layer(age)
-            a_values = work.load("backward", age, "afterstate_values")
-            return (*solve_states(spec, states, afterstates, a_values), a_values)
+            """State values and best actions of an age solved by an earlier run, from its exact afterstate
+            values (kept in the work directory for the ages a resumed pass needs)."""
+            states, afterstates = layers.layer(age)
+            return solve_states(spec, states, afterstates, exact_values(age))
 
-        done = work.backward_done
+        done = resumable_ages(work, [c.age for c in counts], start_ages, format_version)
         for age in sorted(done):  # solved by an interrupted run: copy them into the new table
-            writer.submit(write_age, age, *state_values_of(age))
+            if format_version == 1:
+                writer.submit(write_age, age, *state_values_of(age), exact_values(age))
+            elif age in start_ages:
+                s_values, best = state_values_of(age)
+                writer.submit(write_age, age, s_values, best, None, work.load("backward", age, "values"),
+                              work.backward_code(age))  # fmt: skip
+            else:
+                writer.submit(write_age, age, None, None, None, work.load("backward", age, "values"),
+                              work.backward_code(age))  # fmt: skip
+
+        checkpoint = Checkpoints(work, start_ages, every_s=None if format_version == 1 else CHECKPOINT_SECONDS)
 
         def save_backward(age: int, s_values, best, a_values) -> None:
-            work.save("backward", age, "afterstate_values", a_values)
-            work.record_backward(age)
-            write_age(age, s_values, best, a_values)
+            coded = write_age(age, s_values, best, a_values)
+            code = {}
+            if coded is not None:
+                work.save("backward", age, "values", coded.values)
+                code = {"value_bits": coded.value_bits, "value_base": coded.value_base}
+            checkpoint.add(age, a_values)
+            work.record_backward(age, code)
+            checkpoint.recorded()
 
         run_backward(
-            spec, [c.age for c in counts], load_layer, lambda age: state_values_of(age)[0],
+            spec, [c.age for c in counts], layers.layer, lambda age: state_values_of(age)[0],
             lambda *result: writer.submit(save_backward, *result), done=done, progress=progress,
         )  # fmt: skip
         t2 = time.perf_counter()

@@ -62,18 +62,20 @@ def expand(states: np.ndarray, spec: SolveSpec) -> tuple[np.ndarray, int]:
     return merge_unique(runs), terminal
 
 
-def spawn(afterstates: np.ndarray, spec: SolveSpec) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted unique canonical children of ``afterstates``: ``(tile-2 children, tile-4 children)``."""
+def spawn(
+    afterstates: np.ndarray, spec: SolveSpec, two: bool = True, four: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted unique canonical children of ``afterstates``: ``(tile-2 children, tile-4 children)`` (a kind the
+    spec cannot spawn, or not asked for with ``two`` / ``four``, comes back empty)."""
     T = board_tables(spec.rows, spec.cols)
+    two, four = two and spec.spawns_two, four and spec.spawns_four
     twos, fours = [], []
     for lo in range(0, afterstates.size, BATCH):
         part = afterstates[lo : lo + BATCH]
-        buf2, starts, c2, buf4, c4 = spawn_children(
-            part, T.sym_shift, T.sym_bytes, spec.spawns_two, spec.spawns_four, n_chunks_for(part.size)
-        )
-        if spec.spawns_two:
+        buf2, starts, c2, buf4, c4 = spawn_children(part, T.sym_shift, T.sym_bytes, two, four, n_chunks_for(part.size))
+        if two:
             twos.append(merge_runs(buf2, starts, c2))
-        if spec.spawns_four:
+        if four:
             fours.append(merge_runs(buf4, starts, c4))
     return merge_unique(twos), merge_unique(fours)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from env2048.board import _age, _canonical_fast, _max_exponent, _move
+from env2048.kernels import age_packed, canonical_packed, max_exponent_packed, move_packed
 
 #: spawn model codes, in the order of :data:`solver.spec.SPAWN_MODELS`
 RANDOM, ADVERSARIAL, OPTIMISTIC, PESSIMISTIC = 0, 1, 2, 3
@@ -156,13 +156,13 @@ def expand_states(states, T, cells, win_exponent, n_chunks):
             s = states[i]
             legal = False
             for a in range(4):
-                after, _ = _move(s, a, rows, cols, moves)
+                after, _ = move_packed(s, a, rows, cols, moves)
                 if after == s:
                     continue
                 legal = True
-                if win_exponent <= 15 and _max_exponent(after, cells) >= win_exponent:
+                if win_exponent <= 15 and max_exponent_packed(after, cells) >= win_exponent:
                     continue
-                buf[w] = _canonical_fast(after, rows, cols, sym_lines, sym_bytes)
+                buf[w] = canonical_packed(after, rows, cols, sym_lines, sym_bytes)
                 w += 1
             if not legal:
                 dead += 1
@@ -350,14 +350,14 @@ def afterstate_values(afterstates, sym_shift, sym_bytes, p4, model, index2, inde
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def state_values(states, T, cells, win_exponent, score_rewards, after_index, n_chunks):
+def state_values(states, T, cells, win_exponent, score_rewards, after_index, n_chunks, tie_rel, tie_abs):
     """Bellman max over moves: ``V(s) = max_a r(s, a) + V(afterstate)``; terminal states 0.
 
     ``score_rewards``: True for the score objective (r = merge reward), False for ``tile:K`` (r = 0, and a
     move making a tile of exponent >= ``win_exponent`` is worth 1); ``after_index``: :func:`hash_index` of
     the age's afterstates and their values.  Returns ``(values float64[n], best
-    uint8[n], missing)``: ``best`` has bit a set for every action within ``TIE_TOLERANCE`` (relative) of the
-    maximum, 0 for terminal states; ``missing`` is -1 or the index of a state whose afterstate is absent.
+    uint8[n], missing)``: ``best`` has bit a set for every action within ``tie_rel * max(1, |max|) + tie_abs``
+    of the maximum (the solver uses ``TIE_TOLERANCE``, 0), 0 for terminal states; ``missing`` is -1 or the index of a state whose afterstate is absent.
     """
     n = states.shape[0]
     rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
@@ -372,15 +372,15 @@ def state_values(states, T, cells, win_exponent, score_rewards, after_index, n_c
             s = states[i]
             top = -np.inf
             for a in range(4):
-                after, reward = _move(s, a, rows, cols, moves)
+                after, reward = move_packed(s, a, rows, cols, moves)
                 if after == s:
                     q[a] = -np.inf
                     continue
                 r = float(reward) if score_rewards else 0.0
-                if win_exponent <= 15 and _max_exponent(after, cells) >= win_exponent:
+                if win_exponent <= 15 and max_exponent_packed(after, cells) >= win_exponent:
                     q[a] = r + 1.0
                 else:
-                    k = lookup(a_keys, a_shift, _canonical_fast(after, rows, cols, sym_lines, sym_bytes))
+                    k = lookup(a_keys, a_shift, canonical_packed(after, rows, cols, sym_lines, sym_bytes))
                     if k < 0:
                         missing[ch] = i
                         q[a] = -np.inf
@@ -391,7 +391,7 @@ def state_values(states, T, cells, win_exponent, score_rewards, after_index, n_c
                 values[i] = 0.0
                 continue
             values[i] = top
-            tol = TIE_TOLERANCE * max(1.0, abs(top))
+            tol = tie_rel * max(1.0, abs(top)) + tie_abs
             bits = 0
             for a in range(4):
                 if q[a] >= top - tol:
@@ -405,5 +405,5 @@ def ages_of(ids, cells):
     """Age (sum of tile values) of each packed board: ``int64[n]``."""
     out = np.empty(ids.shape[0], np.int64)
     for i in range(ids.shape[0]):
-        out[i] = _age(ids[i], cells)
+        out[i] = age_packed(ids[i], cells)
     return out

@@ -1,12 +1,12 @@
-"""The one HDF5 schema of a solved table (documented in ``docs/table-format.md``): writing and reading it.
+"""Solved tables on disk (``docs/table-format.md``): :func:`Table` opens any version; format v1 lives here.
 
-Writers go through :func:`write_table`, readers through :class:`Table`.  Every dataset carries the SHA-256 of
-its raw little-endian bytes in its ``sha256`` attribute.
+Format v1 stores every state and afterstate as a ``uint64`` ID and a ``float64`` value; format v2
+(:mod:`solver.table_v2`, what ``build`` writes by default) stores afterstates only, compactly coded.  Every
+dataset carries the SHA-256 of its raw little-endian bytes in its ``sha256`` attribute.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -14,44 +14,29 @@ import h5py
 import numpy as np
 
 from env2048 import board as B
-from env2048.tables import board_tables
 
+from .common import (
+    LAYER_DATASETS,
+    SOLVER_VERSION,
+    TableError,
+    age_group,
+    board_text,
+    put_dataset,
+    root_attributes,
+    sha256_of,
+)
 from .spec import SolveSpec
+from .table_v2 import MANIFEST, TableV2, write_index_and_start
 from .workdir import AgeCount
 
+__all__ = ["LAYER_DATASETS", "SOLVER_VERSION", "Table", "TableError", "TableV1", "TableWriterV1", "board_text",
+           "sha256_of"]  # fmt: skip
+
 FORMAT_VERSION = 1
-#: Bump whenever a change could alter any stored number: work directories of other versions are refused.
-SOLVER_VERSION = "1.0"
-LAYER_DATASETS = ("states", "state_values", "best_actions", "afterstates", "afterstate_values")
 
 
-class TableError(ValueError):
-    """A table file that is missing, unreadable, truncated, of another format, or fails a checksum."""
-
-
-def sha256_of(array: np.ndarray) -> str:
-    data = np.ascontiguousarray(array)
-    if data.dtype.byteorder == ">":
-        data = data.byteswap().view(data.dtype.newbyteorder("<"))
-    return hashlib.sha256(data.view(np.uint8).reshape(-1)).hexdigest()
-
-
-def age_group(age: int) -> str:
-    return f"ages/{age:06d}"
-
-
-def board_text(grid: np.ndarray) -> str:
-    """``"2,0,0/0,2,0/0,0,0"``: tile values, rows separated by ``/``."""
-    return "/".join(",".join(str(1 << int(v)) if v else "0" for v in row) for row in grid)
-
-
-def _put(group: h5py.Group, name: str, data: np.ndarray) -> None:
-    ds = group.create_dataset(name, data=data)
-    ds.attrs["sha256"] = sha256_of(data)
-
-
-class TableWriter:
-    """Writes one table: ``write_age`` for every age (any order), then ``finish``.
+class TableWriterV1:
+    """Writes one v1 table: ``write_age`` for every age (any order), then ``finish``.
 
     Data goes to ``OUT.partial`` and is renamed to ``OUT`` by ``finish``, so a table file that exists is
     complete; ``abort`` removes the partial file.
@@ -74,7 +59,7 @@ class TableWriter:
         g.attrs["age"] = count.age
         g.attrs["terminal"] = count.terminal
         for name in LAYER_DATASETS:
-            _put(g, name, layer[name])
+            put_dataset(g, name, layer[name])
         states = layer["states"]
         for i in self._start_ages.get(count.age, []):
             k = int(np.searchsorted(states, self.start_ids[i]))
@@ -88,36 +73,9 @@ class TableWriter:
         missing = [c.age for c in counts if age_group(c.age) not in f]
         if missing or np.isnan(self.start_values).any():
             raise RuntimeError(f"table is incomplete: ages {missing[:5]} were never written")
-        ages = np.array([c.age for c in counts], np.int64)
-        index = f.create_group("index")
-        _put(index, "ages", ages)
-        _put(index, "states", np.array([c.states for c in counts], np.int64))
-        _put(index, "afterstates", np.array([c.afterstates for c in counts], np.int64))
-        _put(index, "terminal", np.array([c.terminal for c in counts], np.int64))
-        start = f.create_group("start")
-        _put(start, "ids", self.start_ids)
-        _put(start, "probs", self.start_probs)
-        _put(start, "values", self.start_values)
-        T = board_tables(spec.rows, spec.cols)
-        attrs = {
-            "format_version": FORMAT_VERSION,
-            "solver_version": SOLVER_VERSION,
-            "rows": spec.rows,
-            "cols": spec.cols,
-            "board": spec.board,
-            "objective": spec.objective,
-            "target_exponent": spec.target_exponent or 0,
-            "p4": spec.p4,
-            "spawn_model": spec.spawn,
-            "symmetry_group": "D4 (8 symmetries)" if spec.rows == spec.cols else "D2 (4 symmetries)",
-            "n_symmetries": int(T.sym_perm.shape[0]),
-            "states": int(sum(c.states for c in counts)),
-            "afterstates": int(sum(c.afterstates for c in counts)),
-            "terminal_states": int(sum(c.terminal for c in counts)),
-            "min_age": int(ages.min()) if ages.size else 0,
-            "max_age": int(ages.max()) if ages.size else 0,
-            "start_value": float(np.dot(self.start_probs, self.start_values)),
-        }
+        write_index_and_start(f, counts, self.start_ids, self.start_probs, self.start_values)
+        attrs = {"format_version": FORMAT_VERSION,
+                 **root_attributes(spec, counts, self.start_probs, self.start_values)}  # fmt: skip
         f.attrs.update(attrs)
         f.attrs["complete"] = True
         f.close()
@@ -131,26 +89,47 @@ class TableWriter:
             self.partial.unlink(missing_ok=True)
 
 
-class Table:
-    """Read access to a solved table: ``Table(path)``; a context manager (closes the HDF5 file)."""
+def _open_root(path: Path) -> tuple[h5py.File, Path]:
+    """The HDF5 file holding a table's root attributes: the file itself, or a directory's manifest."""
+    if not path.exists():
+        raise TableError(f"table {path} does not exist")
+    manifest = path / MANIFEST if path.is_dir() else path
+    if path.is_dir() and not manifest.exists():
+        raise TableError(f"{path} is a directory without a manifest {MANIFEST}: not a (complete) v2 table")
+    try:
+        return h5py.File(manifest, "r"), manifest
+    except OSError as exc:
+        raise TableError(f"{manifest} is not a readable HDF5 table (truncated or not HDF5?): {exc}") from None
 
-    def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
-        if not self.path.exists():
-            raise TableError(f"table file {self.path} does not exist")
-        try:
-            self.file = h5py.File(self.path, "r")
-        except OSError as exc:
-            raise TableError(f"{self.path} is not a readable HDF5 table (truncated or not HDF5?): {exc}") from None
-        attrs = self.file.attrs
-        if "format_version" not in attrs or not attrs.get("complete", False):
-            self.file.close()
-            raise TableError(f"{self.path} is not a complete Solved2048 table (no format_version / complete flag)")
-        if int(attrs["format_version"]) != FORMAT_VERSION:
-            self.file.close()
-            raise TableError(
-                f"{self.path} has table format {int(attrs['format_version'])}; this code reads format {FORMAT_VERSION}"
-            )
+
+def Table(path: str | os.PathLike):  # noqa: N802 (a factory standing where the v1 class stood)
+    """Open a solved table of any format: a :class:`TableV1` or a :class:`~solver.table_v2.TableV2` (both
+    context managers with ``attrs``, ``spec``, ``ages``, ``counts()``, ``layer(age)``, ``start()``,
+    ``datasets()`` and ``bad_checksums()``)."""
+    path = Path(path)
+    f, manifest = _open_root(path)
+    attrs = f.attrs
+    if "format_version" not in attrs or not attrs.get("complete", False):
+        f.close()
+        raise TableError(f"{path} is not a complete Solved2048 table (no format_version / complete flag)")
+    version = int(attrs["format_version"])
+    if version == 1:
+        return TableV1(path, f)
+    if version == 2:
+        return TableV2(path, f, manifest)
+    f.close()
+    raise TableError(f"{path} has table format {version}; this code reads formats 1 and 2")
+
+
+class TableV1:
+    """Read access to a v1 table (open it with :func:`Table`); a context manager (closes the HDF5 file)."""
+
+    format_version = FORMAT_VERSION
+
+    def __init__(self, path: Path, file: h5py.File):
+        self.path = path
+        self.file = file
+        attrs = file.attrs
         self.attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in attrs.items()}
         self.spec = SolveSpec(
             int(attrs["rows"]), int(attrs["cols"]), str(attrs["objective"]), float(attrs["p4"]),
@@ -158,7 +137,7 @@ class Table:
         )  # fmt: skip
         self.ages = self.file["index/ages"][...]
 
-    def __enter__(self) -> Table:
+    def __enter__(self) -> TableV1:
         return self
 
     def __exit__(self, *exc) -> None:

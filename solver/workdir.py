@@ -1,13 +1,17 @@
 """The work directory of a build: finished ages on disk, so that an interrupted build resumes where it stopped.
 
-Layout (all arrays are ``.npy``)::
+Layout (all arrays are ``.npy``; only afterstates are kept, coded as in table format v2: states follow from
+them, see :mod:`solver.derive`)::
 
     manifest.json                     spec and solver version
     journal.jsonl                     one line per finished step: forward counts of an age, an age solved
-                                      backward, the end of the forward pass
-    forward/{age:06d}.states.npy      uint64 sorted canonical states of that age
-    forward/{age:06d}.afterstates.npy uint64 sorted canonical afterstates
-    backward/{age:06d}.afterstate_values.npy   float64 (state values and best actions follow from them)
+                                      backward (with its value code's width and base), the end of the forward pass
+    forward/{age:06d}.ids_upper.npy   uint64 words: Elias-Fano upper bits of the age's afterstate ranks
+    forward/{age:06d}.ids_lower.npy   uint64 words: their low bits
+    backward/{age:06d}.values.npy     uint64 words: the afterstate values' bit-packed codes
+    backward/{age:06d}.exact.npy      float64 afterstate values, kept only for the ages a resumed backward pass
+                                      starts from (the two lowest solved ages and the start states' ages), so
+                                      that a resumed build computes exactly what an uninterrupted one does
 
 Every file is written under a temporary name and renamed into place, and an age's journal line is appended only
 after its files are all in place: a build killed at any moment (even ``kill -9``) leaves a consistent directory
@@ -79,7 +83,7 @@ class WorkDir:
             os.replace(tmp, manifest)
         self._forward: list[AgeCount] = []
         self._forward_complete = False
-        self._backward: list[int] = []
+        self._backward: dict[int, dict] = {}
         self._read_journal()
         self._journal = open(self.path / JOURNAL, "a")  # noqa: SIM115 (closed by close())
 
@@ -100,7 +104,7 @@ class WorkDir:
             if "forward" in entry:
                 self._forward.append(AgeCount(**entry["forward"]))
             elif "backward" in entry:
-                self._backward.append(int(entry["backward"]))
+                self._backward[int(entry["backward"])] = entry.get("code", {})
             elif entry.get("forward_complete"):
                 self._forward_complete = True
 
@@ -115,6 +119,11 @@ class WorkDir:
     def forward_counts(self) -> list[AgeCount]:
         return list(self._forward)
 
+    def forward_count(self, age: int) -> AgeCount:
+        if not hasattr(self, "_forward_by_age") or len(self._forward_by_age) != len(self._forward):
+            self._forward_by_age = {c.age: c for c in self._forward}
+        return self._forward_by_age[int(age)]
+
     @property
     def forward_complete(self) -> bool:
         return self._forward_complete
@@ -122,6 +131,10 @@ class WorkDir:
     @property
     def backward_done(self) -> set[int]:
         return set(self._backward)
+
+    def backward_code(self, age: int) -> dict:
+        """What the journal recorded with a solved age (the value code's ``value_bits`` and ``value_base``)."""
+        return dict(self._backward[int(age)])
 
     def record_forward(self, count: AgeCount) -> None:
         self._append({"forward": asdict(count)})
@@ -131,9 +144,9 @@ class WorkDir:
         self._append({"forward_complete": True})
         self._forward_complete = True
 
-    def record_backward(self, age: int) -> None:
-        self._append({"backward": int(age)})
-        self._backward.append(int(age))
+    def record_backward(self, age: int, code: dict | None = None) -> None:
+        self._append({"backward": int(age), "code": code or {}})
+        self._backward[int(age)] = code or {}
 
     # -- arrays ---------------------------------------------------------------------------------------------
     def _file(self, stage: str, age: int, name: str) -> Path:
@@ -145,6 +158,12 @@ class WorkDir:
         with open(tmp, "wb") as fh:
             np.save(fh, array, allow_pickle=False)
         os.replace(tmp, final)
+
+    def discard(self, stage: str, age: int, name: str) -> None:
+        self._file(stage, age, name).unlink(missing_ok=True)
+
+    def has(self, stage: str, age: int, name: str) -> bool:
+        return self._file(stage, age, name).exists()
 
     def load(self, stage: str, age: int, name: str) -> np.ndarray:
         path = self._file(stage, age, name)

@@ -1,0 +1,407 @@
+"""Compact codes of format v2: board ranks within an age, Elias-Fano sets of ranks, quantised values.
+
+**Rank within an age.**  The age (sum of tile values) of a layer fixes the sum of its boards' tiles, so a board
+is one of far fewer than ``16**cells`` boards: its *rank* among all boards of that age (any layout, reachable or
+not), in increasing packed-ID order, is a much smaller number.  ``C[k, h]`` counts the ways ``k`` cells can hold
+tiles summing to ``2*h`` (``h`` in half-units, a tile ``2**e`` is ``2**(e-1)`` half-units); walking the cells
+from the most significant nibble down, the rank adds, at each cell, the number of completions that put a
+smaller exponent there: ``P[k, e, rem] = sum over e' < e of C[k, rem - half(e')]``.  Ranking and unranking cost
+one table read per cell; sorted IDs of one age have sorted ranks.
+
+**Elias-Fano.**  ``n`` sorted distinct ranks below ``u`` (the number of boards of the age) are split into
+``L = floor(log2(u / n))`` low bits, bit-packed, and high parts written in unary: bit ``high_i + i`` of the
+upper bitvector is set.  Size ``n * (L + 2)`` bits at most; membership and rank queries use a small in-memory
+index of every 64th zero of the upper bits (:func:`zero_samples`), built when a layer is first used.
+
+**Values.**  ``float`` code (the ``score`` objective): 0 stays 0; any other value keeps its binary exponent
+(re-based to the layer's smallest) and ``FLOAT_MANTISSA_BITS`` mantissa bits, rounded to nearest: relative error
+<= ``2**-(FLOAT_MANTISSA_BITS + 1)``.  ``fixed`` code (``tile:K`` probabilities in [0, 1]): ``round(v * 2**s)``
+minus the layer's smallest code, ``s = FIXED_SCALE_BITS``: absolute error <= ``2**-(s + 1)``.  Codes are
+bit-packed at the width the layer needs.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numba
+import numpy as np
+
+from .bits import get_field, pack_fields, popcount64, trailing_zeros64, unpack_fields, words_for
+
+#: mantissa bits of the ``float`` value code: relative error <= 2**-20 = 9.54e-7 (bound: 1e-6)
+FLOAT_MANTISSA_BITS = 19
+#: scale of the ``fixed`` value code: absolute error <= 2**-30 = 9.31e-10 (bound: 1e-9)
+FIXED_SCALE_BITS = 29
+FLOAT_CODE, FIXED_CODE = "float", "fixed"
+#: every ``ZERO_SAMPLE``-th zero of an Elias-Fano upper bitvector is indexed for select queries
+ZERO_SAMPLE = 64
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Ranks of boards within an age
+# ----------------------------------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_tables(cells, max_half):
+    C = np.zeros((cells + 1, max_half + 1), np.uint64)
+    C[0, 0] = 1
+    for k in range(cells):
+        for h in range(max_half + 1):
+            total = C[k, h]
+            for e in range(1, 16):
+                half = 1 << (e - 1)
+                if half > h:
+                    break
+                total += C[k, h - half]
+            C[k + 1, h] = total
+    P = np.zeros((cells, 16, max_half + 1), np.uint64)
+    for k in range(cells):
+        for h in range(max_half + 1):
+            acc = np.uint64(0)
+            for e in range(16):
+                P[k, e, h] = acc
+                half = 0 if e == 0 else 1 << (e - 1)
+                if half <= h:
+                    acc += C[k, h - half]
+    return C, P
+
+
+def rank_tables(cells: int, max_age: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(C uint64[cells+1, H+1], P uint64[cells, 16, H+1])`` for ages up to ``max_age`` (``H`` rounded up to a
+    power of two, at least 1024, so that one table serves a whole build): see the module docstring."""
+    if max_age < 0 or max_age % 2:
+        raise ValueError(f"an age is even and >= 0, got {max_age}")
+    return _rank_tables(int(cells), 1 << max(10, int(max_age // 2).bit_length()))
+
+
+@functools.lru_cache(maxsize=4)
+def _rank_tables(cells: int, half: int) -> tuple[np.ndarray, np.ndarray]:
+    return _count_tables(cells, half)
+
+
+def boards_of_age(cells: int, age: int) -> int:
+    """Number of ``cells``-cell boards (exponents 0..15, any layout) whose tiles sum to ``age``: the universe of
+    that age's ranks."""
+    C, _ = rank_tables(cells, age)
+    return int(C[cells, age // 2])
+
+
+@numba.njit(cache=True, inline="always")
+def board_rank(b, half_age, P, cells):
+    """Rank of packed board ``b`` among the boards of its age (``half_age`` = age / 2), in packed-ID order."""
+    r = np.uint64(0)
+    rem = half_age
+    for k in range(cells - 1, -1, -1):
+        e = (b >> np.uint64(4 * k)) & np.uint64(15)
+        r += P[k, e, rem]
+        if e:
+            rem -= 1 << (e - 1)
+    return r
+
+
+@numba.njit(cache=True, inline="always")
+def board_unrank(r, half_age, P, cells):
+    """Inverse of :func:`board_rank`."""
+    b = np.uint64(0)
+    rem = half_age
+    for k in range(cells - 1, -1, -1):
+        e = 0
+        while e < 15 and P[k, e + 1, rem] <= r:
+            e += 1
+        r -= P[k, e, rem]
+        if e:
+            rem -= 1 << (e - 1)
+        b |= np.uint64(e) << np.uint64(4 * k)
+    return b
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def ranks_of(ids, half_age, P, cells):
+    """``uint64[n]`` ranks of packed boards all of age ``2 * half_age``."""
+    out = np.empty(ids.shape[0], np.uint64)
+    for i in numba.prange(ids.shape[0]):
+        out[i] = board_rank(ids[i], half_age, P, cells)
+    return out
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def boards_of_ranks(ranks, half_age, P, cells):
+    """``uint64[n]`` packed boards of age ``2 * half_age`` with the given ranks."""
+    out = np.empty(ranks.shape[0], np.uint64)
+    for i in numba.prange(ranks.shape[0]):
+        out[i] = board_unrank(ranks[i], half_age, P, cells)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Elias-Fano sets
+# ----------------------------------------------------------------------------------------------------------
+
+
+def low_bits_for(n: int, universe: int) -> int:
+    """Elias-Fano's split: ``floor(log2(universe / n))`` (0 when ``n >= universe`` or ``n == 0``)."""
+    if n <= 0 or universe <= n:
+        return 0
+    return (universe // n).bit_length() - 1
+
+
+def upper_bits_for(n: int, universe: int, low_bits: int) -> int:
+    """Length in bits of the upper bitvector: one 1 per element, one 0 per possible high part."""
+    return n + (max(universe, 1) - 1 >> low_bits) + 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _ef_upper(ranks, low_bits, n_bits):
+    words = np.zeros((n_bits + 63) // 64 + 1, np.uint64)
+    for i in range(ranks.shape[0]):
+        pos = (ranks[i] >> np.uint64(low_bits)) + np.uint64(i)
+        words[pos >> np.uint64(6)] |= np.uint64(1) << (pos & np.uint64(63))
+    return words
+
+
+@numba.njit(cache=True, nogil=True)
+def _check_sorted(ranks, universe):
+    for i in range(ranks.shape[0]):
+        if ranks[i] >= universe or (i and ranks[i] <= ranks[i - 1]):
+            return i
+    return -1
+
+
+def ef_encode(ranks: np.ndarray, universe: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(upper uint64[...], lower uint64[...], low_bits)`` of sorted distinct ``ranks`` (``uint64[n]``) below
+    ``universe``."""
+    ranks = np.ascontiguousarray(ranks, np.uint64)
+    bad = _check_sorted(ranks, np.uint64(universe))
+    if bad >= 0:
+        raise ValueError(f"ranks must be sorted, distinct and below {universe}; element {bad} is {int(ranks[bad])}")
+    L = low_bits_for(ranks.size, universe)
+    mask = np.uint64((1 << L) - 1)
+    lower = pack_fields(ranks & mask, L)
+    upper = _ef_upper(ranks, L, upper_bits_for(ranks.size, universe, L))
+    return upper, lower, L
+
+
+@numba.njit(cache=True, nogil=True)
+def ef_decode(upper, lower, n, low_bits):
+    """All ``n`` elements (``uint64[n]``, sorted) of an Elias-Fano set."""
+    out = np.empty(n, np.uint64)
+    i = 0
+    w = 0
+    while i < n:
+        word = upper[w]
+        while word and i < n:
+            t = trailing_zeros64(word)
+            high = np.uint64(w * 64) + t - np.uint64(i)
+            out[i] = (high << np.uint64(low_bits)) | get_field(lower, i, low_bits)
+            word &= word - np.uint64(1)
+            i += 1
+        w += 1
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def zero_samples(upper, n_bits):
+    """``int64[k]``: the bit position of zero number ``ZERO_SAMPLE * t`` of the upper bitvector (select index)."""
+    n_zeros = 0
+    n_words = (n_bits + 63) // 64
+    for w in range(n_words):
+        valid = min(64, n_bits - 64 * w)
+        n_zeros += valid - popcount64(upper[w])
+    out = np.empty((n_zeros + ZERO_SAMPLE - 1) // ZERO_SAMPLE, np.int64)
+    seen = 0
+    for w in range(n_words):
+        valid = min(64, n_bits - 64 * w)
+        zeros = ~upper[w]
+        if valid < 64:
+            zeros &= (np.uint64(1) << np.uint64(valid)) - np.uint64(1)
+        c = popcount64(zeros)
+        # samples falling in this word: zero numbers seen .. seen + c - 1 that are multiples of ZERO_SAMPLE
+        nxt = (seen + ZERO_SAMPLE - 1) // ZERO_SAMPLE * ZERO_SAMPLE
+        while nxt < seen + c:
+            z = zeros
+            for _ in range(nxt - seen):
+                z &= z - np.uint64(1)
+            out[nxt // ZERO_SAMPLE] = 64 * w + trailing_zeros64(z)
+            nxt += ZERO_SAMPLE
+        seen += c
+    return out
+
+
+@numba.njit(cache=True, inline="always")
+def _select0(upper, samples, j):
+    """Bit position of zero number ``j`` (0-based) of the upper bitvector."""
+    p = samples[j // ZERO_SAMPLE]
+    need = j % ZERO_SAMPLE
+    if need == 0:
+        return p
+    pos = p + 1
+    wi = pos >> 6
+    word = ~upper[wi] & (~np.uint64(0) << np.uint64(pos & 63))
+    while True:
+        c = popcount64(word)
+        if c >= need:
+            for _ in range(need - 1):
+                word &= word - np.uint64(1)
+            return wi * 64 + np.int64(trailing_zeros64(word))
+        need -= c
+        wi += 1
+        word = ~upper[wi]
+
+
+@numba.njit(cache=True, inline="always")
+def ef_find(upper, samples, lower, n, n_bits, low_bits, r):
+    """Index of rank ``r`` in an Elias-Fano set of ``n`` elements, or -1 if absent."""
+    high = np.int64(r >> np.uint64(low_bits))
+    if high >= n_bits - n:  # beyond the largest possible high part: outside the universe
+        return -1
+    pos = 0 if high == 0 else _select0(upper, samples, high - 1) + 1
+    i = pos - high
+    mask = (np.uint64(1) << np.uint64(low_bits)) - np.uint64(1)
+    low = r & mask
+    while pos < n_bits and (upper[pos >> 6] >> np.uint64(pos & 63)) & np.uint64(1):
+        got = get_field(lower, i, low_bits)
+        if got == low:
+            return i
+        if got > low:
+            return -1
+        pos += 1
+        i += 1
+    return -1
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def ef_find_many(upper, samples, lower, n, n_bits, low_bits, ranks):
+    """``int64[m]``: :func:`ef_find` of each rank."""
+    out = np.empty(ranks.shape[0], np.int64)
+    for i in numba.prange(ranks.shape[0]):
+        out[i] = ef_find(upper, samples, lower, n, n_bits, low_bits, ranks[i])
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Values
+# ----------------------------------------------------------------------------------------------------------
+
+
+@numba.njit(cache=True, nogil=True)
+def _float_parts(values, m):
+    """Rounded ``(exponent int64[n], mantissa uint64[n])`` of non-negative finite normal values (0 -> exponent
+    -2**31); returns also the index of the first invalid value or -1."""
+    n = values.shape[0]
+    exps = np.empty(n, np.int64)
+    mants = np.empty(n, np.uint64)
+    drop = np.uint64(52 - m)
+    half = np.uint64(1) << (drop - np.uint64(1))
+    bad = -1
+    raw = values.view(np.uint64)
+    for i in range(n):
+        v = values[i]
+        if v == 0.0:
+            exps[i] = -(1 << 31)
+            mants[i] = 0
+            continue
+        bits = raw[i]
+        e = np.int64((bits >> np.uint64(52)) & np.uint64(0x7FF))
+        if not (v > 0.0) or e == 0 or e == 0x7FF:
+            if bad < 0:
+                bad = i
+            exps[i] = 0
+            mants[i] = 0
+            continue
+        q = ((bits & np.uint64((1 << 52) - 1)) + half) >> drop
+        if q >> np.uint64(m):
+            q = np.uint64(0)
+            e += 1
+        exps[i] = e - 1023
+        mants[i] = q
+    return exps, mants, bad
+
+
+def encode_values(values: np.ndarray, code: str) -> tuple[np.ndarray, int, int]:
+    """``(words uint64[...], width, base)``: ``values`` (``float64[n]``) quantised by ``code`` and bit-packed.
+
+    ``base`` is the layer's smallest binary exponent (``float``) or smallest code (``fixed``)."""
+    values = np.ascontiguousarray(values, np.float64)
+    if code == FLOAT_CODE:
+        m = FLOAT_MANTISSA_BITS
+        exps, mants, bad = _float_parts(values, m)
+        if bad >= 0:
+            raise ValueError(f"value {values[bad]!r} (index {bad}) is not a non-negative finite normal number")
+        nonzero = values != 0
+        base = int(exps[nonzero].min()) if nonzero.any() else 0
+        codes = np.where(nonzero, ((exps - base + 1).astype(np.uint64) << np.uint64(m)) | mants, np.uint64(0))
+    elif code == FIXED_CODE:
+        if values.size and not (np.isfinite(values).all() and values.min() >= 0.0 and values.max() <= 1.0):
+            raise ValueError("fixed-point values must be probabilities in [0, 1]")
+        raw = np.floor(values * float(1 << FIXED_SCALE_BITS) + 0.5).astype(np.uint64)
+        base = int(raw.min()) if raw.size else 0
+        codes = raw - np.uint64(base)
+    else:
+        raise ValueError(f"unknown value code {code!r}; known: {FLOAT_CODE}, {FIXED_CODE}")
+    width = int(codes.max()).bit_length() if codes.size else 0
+    return pack_fields(codes, width), width, base
+
+
+@numba.njit(cache=True, inline="always")
+def decode_value(c, is_float, base):
+    """Value of one code (see :func:`encode_values`)."""
+    if is_float:
+        if c == 0:
+            return 0.0
+        m = FLOAT_MANTISSA_BITS
+        e = np.int64(c >> np.uint64(m)) - 1 + base
+        q = c & np.uint64((1 << m) - 1)
+        return math.ldexp(1.0 + float(q) / float(1 << m), e)
+    return float(c + np.uint64(base)) / float(1 << FIXED_SCALE_BITS)
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _decode_all(words, n, width, is_float, base):
+    out = np.empty(n, np.float64)
+    for i in numba.prange(n):
+        out[i] = decode_value(get_field(words, i, width), is_float, base)
+    return out
+
+
+def decode_values(words: np.ndarray, n: int, width: int, code: str, base: int) -> np.ndarray:
+    """``float64[n]``: the values of :func:`encode_values`'s output."""
+    return _decode_all(words, n, width, code == FLOAT_CODE, base)
+
+
+def value_error_bound(code: str) -> tuple[float, float]:
+    """``(relative, absolute)`` error bound of a value code."""
+    if code == FLOAT_CODE:
+        return 2.0 ** -(FLOAT_MANTISSA_BITS + 1), 0.0
+    return 0.0, 2.0 ** -(FIXED_SCALE_BITS + 1)
+
+
+def value_code_for(objective: str) -> str:
+    """``float`` for the score objective (relative bound), ``fixed`` for ``tile:K`` probabilities."""
+    return FLOAT_CODE if objective == "score" else FIXED_CODE
+
+
+__all__ = [
+    "FIXED_CODE",
+    "FLOAT_CODE",
+    "board_rank",
+    "board_unrank",
+    "boards_of_age",
+    "boards_of_ranks",
+    "decode_value",
+    "decode_values",
+    "ef_decode",
+    "ef_encode",
+    "ef_find",
+    "ef_find_many",
+    "encode_values",
+    "rank_tables",
+    "ranks_of",
+    "unpack_fields",
+    "value_code_for",
+    "value_error_bound",
+    "words_for",
+    "zero_samples",
+]

@@ -1,0 +1,88 @@
+"""Pieces every table format shares: the error type, checksums, group names and the root attributes."""
+
+from __future__ import annotations
+
+import hashlib
+
+import h5py
+import numpy as np
+
+from env2048.tables import board_tables
+
+from .kernels import TIE_TOLERANCE
+from .spec import SolveSpec
+from .workdir import AgeCount
+
+#: Bump whenever a change could alter any stored number or the work directory: other versions' work directories
+#: are refused.
+SOLVER_VERSION = "2.0"
+#: Format v2: actions whose Q-values differ by less than this many times the value code's error bound are tied
+#: (see :func:`tie_tolerance`).
+V2_TIE_BOUNDS = 2.5
+#: The arrays of one age as the v1 format stores them (and as every reader's ``layer`` returns them).
+LAYER_DATASETS = ("states", "state_values", "best_actions", "afterstates", "afterstate_values")
+
+
+class TableError(ValueError):
+    """A table that is missing, unreadable, truncated, of another format, or fails a checksum."""
+
+
+def sha256_of(array: np.ndarray) -> str:
+    """Hex SHA-256 of an array's raw little-endian bytes in C order."""
+    data = np.ascontiguousarray(array)
+    if data.dtype.byteorder == ">":
+        data = data.byteswap().view(data.dtype.newbyteorder("<"))
+    return hashlib.sha256(data.view(np.uint8).reshape(-1)).hexdigest()
+
+
+def age_group(age: int) -> str:
+    return f"ages/{age:06d}"
+
+
+def board_text(grid: np.ndarray) -> str:
+    """``"2,0,0/0,2,0/0,0,0"``: tile values, rows separated by ``/``."""
+    return "/".join(",".join(str(1 << int(v)) if v else "0" for v in row) for row in grid)
+
+
+def put_dataset(group: h5py.Group, name: str, data: np.ndarray) -> None:
+    """A dataset with its ``sha256`` attribute."""
+    ds = group.create_dataset(name, data=data)
+    ds.attrs["sha256"] = sha256_of(data)
+
+
+def root_attributes(spec: SolveSpec, counts: list[AgeCount], start_probs, start_values) -> dict:
+    """The root attributes every format writes (``format_version`` aside)."""
+    ages = np.array([c.age for c in counts], np.int64)
+    T = board_tables(spec.rows, spec.cols)
+    return {
+        "solver_version": SOLVER_VERSION,
+        "rows": spec.rows,
+        "cols": spec.cols,
+        "board": spec.board,
+        "objective": spec.objective,
+        "target_exponent": spec.target_exponent or 0,
+        "p4": spec.p4,
+        "spawn_model": spec.spawn,
+        "symmetry_group": "D4 (8 symmetries)" if spec.rows == spec.cols else "D2 (4 symmetries)",
+        "n_symmetries": int(T.sym_perm.shape[0]),
+        "states": int(sum(c.states for c in counts)),
+        "afterstates": int(sum(c.afterstates for c in counts)),
+        "terminal_states": int(sum(c.terminal for c in counts)),
+        "min_age": int(ages.min()) if ages.size else 0,
+        "max_age": int(ages.max()) if ages.size else 0,
+        "start_value": float(np.dot(start_probs, start_values)),
+    }
+
+
+def tie_tolerance(attrs: dict) -> tuple[float, float]:
+    """``(relative to max(1, |best Q|), absolute)`` within which a table's actions count as equally good.
+
+    v1 stores values exactly: ``TIE_TOLERANCE`` (rounding).  v2 values carry an error of up to ``e`` (relative
+    ``r``, absolute ``a``), so two Q-values may swap order if they differ by less than about ``2e``: actions
+    within ``TIE_TOLERANCE + 2.5 r`` (relative) ``+ 2.5 a`` of the best are all optimal.  Every action optimal
+    in the exact solution is then optimal in v2 too, and the sets are the same wherever the exact best and
+    second-best Q-values differ by more than about ``4.5 r`` (relative) ``+ 4.5 a``."""
+    if int(attrs["format_version"]) == 1:
+        return TIE_TOLERANCE, 0.0
+    rel, absolute = float(attrs["value_error_relative"]), float(attrs["value_error_absolute"])
+    return TIE_TOLERANCE + V2_TIE_BOUNDS * rel, V2_TIE_BOUNDS * absolute
