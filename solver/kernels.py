@@ -357,7 +357,8 @@ def state_values(states, T, cells, win_exponent, score_rewards, after_index, n_c
     move making a tile of exponent >= ``win_exponent`` is worth 1); ``after_index``: :func:`hash_index` of
     the age's afterstates and their values.  Returns ``(values float64[n], best
     uint8[n], missing)``: ``best`` has bit a set for every action within ``tie_rel * max(1, |max|) + tie_abs``
-    of the maximum (the solver uses ``TIE_TOLERANCE``, 0), 0 for terminal states; ``missing`` is -1 or the index of a state whose afterstate is absent.
+    of the maximum (the solver uses ``TIE_TOLERANCE``, 0), 0 for terminal states; ``missing`` is -1 or the
+    index of a state whose afterstate is absent.
     """
     n = states.shape[0]
     rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
