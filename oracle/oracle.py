@@ -227,7 +227,8 @@ class Oracle:
         return best if batch else best[0]
 
     def action_regret(self, board, action):
-        """max Q − Q(action) >= 0 (expected score given away); an illegal action raises ``ValueError``."""
+        """max Q − Q(action) >= 0 (expected score given away; 0 for an optimal action, ties within
+        :attr:`tie_tolerance` included); an illegal action raises ``ValueError``."""
         ids, batch = self._packed(board)
         q = self._q(ids)
         acts = np.broadcast_to(np.asarray(action, np.int64), ids.shape)
@@ -238,7 +239,8 @@ class Oracle:
             i = int(np.flatnonzero(np.isnan(chosen))[0])
             legal = [ACTION_NAMES[a] for a in range(4) if not np.isnan(q[i, a])]
             raise ValueError(f"{ACTION_NAMES[acts[i]]} is illegal on board {int(ids[i]):#x}; legal: {legal}")
-        regret = np.nanmax(q, axis=1) - chosen
+        tied = self.optimal_mask(q)[np.arange(ids.size), acts]  # ties within the tolerance are not regret
+        regret = np.where(tied, 0.0, np.nanmax(q, axis=1) - chosen)
         return regret if batch else float(regret[0])
 
     def afterstate_value(self, afterstate):

@@ -149,7 +149,10 @@ def low_bits_for(n: int, universe: int) -> int:
 
 
 def upper_bits_for(n: int, universe: int, low_bits: int) -> int:
-    """Length in bits of the upper bitvector: one 1 per element, one 0 per possible high part."""
+    """Length in bits of the upper bitvector: one 1 per element, one 0 per possible high part (a single 0 for an
+    empty set)."""
+    if n == 0:
+        return 1
     return n + (max(universe, 1) - 1 >> low_bits) + 1
 
 

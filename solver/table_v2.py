@@ -408,18 +408,11 @@ class TableV2:
         return bad
 
     def missing_ages(self) -> list[int]:
-        missing = []
-        for age in self.ages:
-            try:
-                f, owned = self._open_age(int(age))
-            except TableError:
-                missing.append(int(age))
-                continue
-            if age_group(int(age)) not in f:
-                missing.append(int(age))
-            if owned:
-                f.close()
-        return missing
+        """Ages of the index with no group (one file) or no age file (directory; files are not opened)."""
+        if self.directory:
+            return [int(a) for a in self.ages if not self.age_file(int(a)).exists()]
+        present = set(self.file["ages"]) if "ages" in self.file else set()
+        return [int(a) for a in self.ages if f"{int(a):06d}" not in present]
 
 
 def remove_table(path: Path) -> None:

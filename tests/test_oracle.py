@@ -29,6 +29,19 @@ def table_2x3(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def table_2x3_v1(tmp_path_factory):
+    path = tmp_path_factory.mktemp("oracle") / "2x3-v1.h5"
+    build(SolveSpec.parse("2x3"), path, progress=False, format_version=1)
+    return path
+
+
+def value_tol(oracle) -> dict:
+    """``assert_allclose`` tolerances of an oracle's values against exact ones."""
+    rel, absolute = oracle.value_error
+    return {"rtol": rel + 1e-12, "atol": absolute + 1e-9}
+
+
+@pytest.fixture(scope="module")
 def oracle_2x3(table_2x3):
     return Oracle.open(table_2x3)
 
@@ -55,7 +68,7 @@ def test_q_values_match_the_independent_solver_on_raw_boards(oracle_2x3, reachab
         for image in naive.symmetries(naive.unpack(int(sid), 2, 3)):
             q = oracle_2x3.q_values(np.array(image))
             want = [np.nan if x is None else x for x in ref.q_values(tuple(map(tuple, image)))]
-            np.testing.assert_allclose(q, want, atol=1e-9, equal_nan=True)
+            np.testing.assert_allclose(q, want, equal_nan=True, **value_tol(oracle_2x3))
 
 
 def test_q_values_agree_with_stepping(oracle_2x3, reachable_2x3):
@@ -100,22 +113,108 @@ def test_bad_boards_raise_clear_errors(oracle_2x3, board, error, message):
         oracle_2x3.q_values(board)
 
 
-def test_bad_tables_raise_clear_errors(table_2x3, tmp_path):
+def test_bad_tables_raise_clear_errors(table_2x3, table_2x3_v1, tmp_path):
     cut = tmp_path / "cut.h5"
     cut.write_bytes(table_2x3.read_bytes()[:5000])
     with pytest.raises(TableError, match="truncated"):
         Oracle.open(cut)
     with pytest.raises(TableError, match="solves 2x3"):
         Oracle.for_board("2x2", table=table_2x3)
-    damaged = tmp_path / "damaged.h5"
-    damaged.write_bytes(table_2x3.read_bytes())
-    with h5py.File(damaged, "r+") as f:
-        name = sorted(f["ages"])[5]
-        f[f"ages/{name}/afterstate_values"][0] += 1
-    with pytest.raises(TableError, match="checksum mismatch"):
-        Oracle.open(damaged, verify=True)
+    for table, dataset in ((table_2x3_v1, "afterstate_values"), (table_2x3, "values")):
+        damaged = tmp_path / "damaged.h5"
+        damaged.write_bytes(table.read_bytes())
+        with h5py.File(damaged, "r+") as f:
+            name = sorted(f["ages"])[5]
+            f[f"ages/{name}/{dataset}"][0] += 1
+        with pytest.raises(TableError, match=f"checksum mismatch in ages/{name}/{dataset}"):
+            Oracle.open(damaged, verify=True)
     with pytest.raises(FileNotFoundError, match="python -m solver build --board 4x3"):
         Oracle.for_board("4x3")
+
+
+def largest_dataset(path):
+    """``(name, byte offset, byte size)`` of the largest dataset of an HDF5 file."""
+    found = []
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, obj: found.append((obj.nbytes, name, obj.id.get_offset()))
+                     if isinstance(obj, h5py.Dataset) else None)  # fmt: skip
+    size, name, offset = max(found)
+    return name, offset, size
+
+
+def test_damaged_v2_tables_name_what_is_wrong(table_2x3, tmp_path):
+    """A flipped byte (with verify), a truncated dataset, a missing age: each a TableError naming the culprit."""
+    data = bytearray(table_2x3.read_bytes())
+    name, offset, size = largest_dataset(table_2x3)
+    flipped = tmp_path / "flipped.h5"
+    data[offset + size // 2] ^= 0x10
+    flipped.write_bytes(bytes(data))
+    with pytest.raises(TableError, match=f"checksum mismatch in {name}"):
+        Oracle.open(flipped, verify=True)
+    from solver.verify import verify_table
+
+    assert verify_table(flipped, samples=0, progress=False).bad_checksums == [name]
+
+    # cut inside the dataset that ends last: HDF5 itself sees the file is short
+    with h5py.File(table_2x3, "r") as f:
+        ends = []
+        f.visititems(lambda n, o: ends.append(o.id.get_offset() + o.nbytes)
+                     if isinstance(o, h5py.Dataset) and o.nbytes else None)  # fmt: skip
+    cut = tmp_path / "cut.h5"
+    cut.write_bytes(table_2x3.read_bytes()[: max(ends) - 8])
+    with pytest.raises(TableError, match="cut.h5 is not a readable HDF5 table.*truncated"):
+        Oracle.open(cut)
+    # a directory table with one age file cut: opening works, using that age names the file
+    directory = tmp_path / "dir"
+    build(SolveSpec.parse("2x3"), directory, layout="directory", progress=False)
+    victim = sorted((directory / "ages").glob("*.h5"))[20]
+    victim.write_bytes(victim.read_bytes()[:-64])
+    oracle = Oracle.open(directory)
+    with pytest.raises(TableError, match=f"{victim.name} is not a readable HDF5 file"):
+        oracle._layers.layer(int(victim.stem))
+
+    missing = tmp_path / "missing.h5"
+    missing.write_bytes(table_2x3.read_bytes())
+    with h5py.File(missing, "r+") as f:
+        gone = sorted(f["ages"])[7]
+        del f[f"ages/{gone}"]
+    with pytest.raises(TableError, match=f"ages \\[{int(gone)}\\] are in the index but missing"):
+        Oracle.open(missing)
+
+
+def test_v1_and_v2_oracles_agree_on_every_2x3_board(table_2x3, table_2x3_v1, reachable_2x3):
+    """Same Q-values within the v2 bound; v2's optimal actions contain v1's, and equal them wherever v1's best
+    and second-best Q-values differ by more than 4.5 times the bound (see ``solver.common.tie_tolerance``)."""
+    ids = reachable_2x3[0]
+    v1, v2 = Oracle.open(table_2x3_v1), Oracle.open(table_2x3)
+    q1, q2 = v1.q_values(ids), v2.q_values(ids)
+    np.testing.assert_array_equal(np.isnan(q1), np.isnan(q2))
+    rel, absolute = v2.value_error
+    assert rel == 2.0**-20 and absolute == 0.0
+    legal = ~np.isnan(q1)
+    assert np.all(np.abs(q1 - q2)[legal] <= rel * np.abs(q1)[legal])
+    m1, m2 = v1.optimal_mask(q1), v2.optimal_mask(q2)
+    assert np.all(m2 | ~m1)  # every exact optimal action is optimal in v2
+    top = np.where(legal, q1, -np.inf).max(axis=1, keepdims=True)
+    second_gap = np.where(legal & ~m1, top - q1, np.inf).min(axis=1)
+    clear = second_gap > 4.5 * rel * np.maximum(1.0, top[:, 0])
+    np.testing.assert_array_equal(m1[clear], m2[clear])
+    assert clear.mean() > 0.99
+    np.testing.assert_allclose(v1.value(ids), v2.value(ids), rtol=rel)
+
+
+def test_directory_layout_and_memory_limit(table_2x3, tmp_path, reachable_2x3):
+    """A directory table answers exactly as the one-file table, and a tiny memory limit changes nothing but
+    how many layers stay open."""
+    directory = tmp_path / "2x3-dir"
+    build(SolveSpec.parse("2x3"), directory, layout="directory", progress=False)
+    assert (directory / "table.h5").exists() and len(list((directory / "ages").glob("*.h5"))) > 100
+    ids = reachable_2x3[0]
+    want = Oracle.open(table_2x3).q_values(ids)
+    small = Oracle.open(directory, memory_limit=2000)
+    np.testing.assert_array_equal(small.q_values(ids), want)
+    assert small._layers.opened > len(small._layers._open)  # layers were dropped and opened again
+    assert small.resident_bytes <= 2000 + max(layer.nbytes for layer, _ in small._layers._open.values())
 
 
 class OptimalAgent:
@@ -181,8 +280,10 @@ def test_evaluate_optimal_equals_v_star(oracle_2x3):
     from agents import OptimalAgent
 
     exact = oracle_2x3.evaluate(OptimalAgent(oracle_2x3), progress=False)
-    assert exact.value == pytest.approx(oracle_2x3.start_value, abs=1e-9)
-    assert abs(exact.gap) < 1e-9 and exact.consistency < 1e-9
+    # v2: the oracle's optimal actions include near ties within its error bound, which may lose a little
+    slack = 4.5 * oracle_2x3.value_error[0] * oracle_2x3.start_value + 1e-9
+    assert exact.value == pytest.approx(oracle_2x3.start_value, abs=slack)
+    assert abs(exact.gap) < slack and exact.consistency < slack
 
 
 def test_evaluate_matches_monte_carlo(oracle_2x3):
@@ -195,7 +296,7 @@ def test_evaluate_matches_monte_carlo(oracle_2x3):
     played = oracle_2x3.regret(greedy, episodes=1500, seed=5, progress=False)
     assert abs(played.mean_score - exact.value) <= played.score_ci
     assert abs(played.mean_regret - exact.gap) <= max(played.regret_ci, 1e-9)
-    assert exact.consistency < 1e-9
+    assert exact.consistency < 2 * oracle_2x3.value_error[0] * oracle_2x3.start_value + 1e-9
     values = {s: oracle_2x3.evaluate(type("R", (RandomAgent,), {"symmetric": s})(), progress=False).value
               for s in (False, True)}  # fmt: skip
     assert values[False] == pytest.approx(values[True], abs=1e-9)
@@ -214,4 +315,31 @@ def test_3x3_oracle_from_cache_and_exact_optimal_value():
     assert oracle.n_states == 48_713_519 and oracle.n_afterstates == 31_431_374
     start = np.array([[1, 0, 0], [0, 0, 0], [0, 0, 1]])
     assert oracle.value(start) == pytest.approx(np.nanmax(oracle.q_values(start)))
-    assert oracle.evaluate(OptimalAgent(oracle), progress=False).value == pytest.approx(oracle.start_value, abs=1e-9)
+    slack = 4.5 * oracle.value_error[0] * oracle.start_value + 1e-9
+    assert oracle.evaluate(OptimalAgent(oracle), progress=False).value == pytest.approx(oracle.start_value, abs=slack)
+
+
+@pytest.mark.slow
+def test_v1_and_v2_oracles_agree_on_3x3_samples(tmp_path):
+    """The 3x3 game solved into both formats: Q-values of 200,000 sampled states within the v2 bound, optimal
+    action sets related as on 2x3 (v2's contain v1's; equal unless the exact gap is within 4.5 bounds)."""
+    spec = SolveSpec.parse("3x3")
+    build(spec, tmp_path / "v1.h5", progress=False, format_version=1)
+    v1, v2 = Oracle.open(tmp_path / "v1.h5"), Oracle.for_board("3x3", progress=False)
+    rng = np.random.default_rng(7)
+    with Table(tmp_path / "v1.h5") as t:
+        ages = t.ages[rng.integers(0, t.ages.size, 400)]
+        layers = (t.layer(a, names=("states",))["states"] for a in np.unique(ages))
+        ids = np.concatenate([rng.choice(s, min(500, s.size)) for s in layers if s.size])
+    assert ids.size > 100_000
+    q1, q2 = v1.q_values(ids), v2.q_values(ids)
+    legal = ~np.isnan(q1)
+    np.testing.assert_array_equal(legal, ~np.isnan(q2))
+    rel = v2.value_error[0]
+    assert np.all(np.abs(q1 - q2)[legal] <= rel * np.abs(q1)[legal])
+    m1, m2 = v1.optimal_mask(q1), v2.optimal_mask(q2)
+    assert np.all(m2 | ~m1)
+    top = np.where(legal, q1, -np.inf).max(axis=1, keepdims=True)
+    clear = np.where(legal & ~m1, top - q1, np.inf).min(axis=1) > 4.5 * rel * np.maximum(1.0, top[:, 0])
+    np.testing.assert_array_equal(m1[clear], m2[clear])
+    assert clear.mean() > 0.95  # measured: 97.2% of these samples are clear of near ties

@@ -1,0 +1,185 @@
+"""Format v2's codes against slow pure-Python references: board ranks, Elias-Fano sets, value codes, bit fields."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from solver import codec
+from solver.bits import pack_fields, popcount64, trailing_zeros64, unpack_fields
+from solver.forward import run_forward
+from solver.spec import SolveSpec
+from solver.table_v2 import encode_afterstates
+
+import naive
+
+
+def slow_boards_of_age(cells: int, age: int) -> list[int]:
+    """Every ``cells``-cell packed board whose tiles sum to ``age``, sorted, by brute force."""
+    found = []
+    for exps in itertools.product(range(16), repeat=cells):
+        if sum(1 << e for e in exps if e) == age:
+            found.append(sum(e << (4 * k) for k, e in enumerate(exps)))
+    return sorted(found)
+
+
+@pytest.mark.parametrize(("cells", "age"), [(2, 4), (3, 12), (4, 20), (4, 64), (4, 1030)])
+def test_ranks_are_positions_among_all_boards_of_the_age(cells, age):
+    everyone = slow_boards_of_age(cells, age)
+    assert codec.boards_of_age(cells, age) == len(everyone)
+    _, P = codec.rank_tables(cells, age)
+    ids = np.array(everyone, np.uint64)
+    np.testing.assert_array_equal(codec.ranks_of(ids, age // 2, P, cells), np.arange(len(everyone), dtype=np.uint64))
+    np.testing.assert_array_equal(codec.boards_of_ranks(np.arange(len(everyone), dtype=np.uint64), age // 2, P, cells),
+                                  ids)  # fmt: skip
+
+
+@given(st.lists(st.integers(0, 11), min_size=12, max_size=12))
+def test_rank_round_trip_on_4x3_boards(exps):
+    b = np.uint64(sum(e << (4 * k) for k, e in enumerate(exps)))
+    age = sum(1 << e for e in exps if e)
+    _, P = codec.rank_tables(12, age)
+    r = codec.ranks_of(np.array([b]), age // 2, P, 12)
+    assert r[0] < codec.boards_of_age(12, age)
+    assert codec.boards_of_ranks(r, age // 2, P, 12)[0] == b
+
+
+def test_4x3_counts_are_tiny_next_to_packed_ids():
+    """The universe the issue describes: about 5e7 boards of any layout at age 100 on 4x3."""
+    assert 1e7 < codec.boards_of_age(12, 100) < 1e8
+    assert codec.boards_of_age(12, 100) < 2**48 / 1e6
+
+
+sorted_sets = st.one_of(
+    st.just([]),
+    st.lists(st.integers(0, 2**64 - 2), min_size=1, max_size=1),
+    st.builds(lambda start, n: list(range(start, start + n)), st.integers(0, 1000), st.integers(1, 300)),  # dense
+    st.lists(st.integers(2**64 - 5000, 2**64 - 2), max_size=200, unique=True),  # near 2^64
+    st.lists(st.integers(0, 2**40), max_size=300, unique=True),
+)
+
+
+@given(sorted_sets, st.lists(st.integers(0, 2**64 - 2), max_size=30))
+def test_elias_fano_round_trip_and_queries_match_searchsorted(values, probes):
+    ranks = np.array(sorted(set(values)), np.uint64)
+    universe = 2**64 - 1
+    upper, lower, L = codec.ef_encode(ranks, universe)
+    np.testing.assert_array_equal(codec.ef_decode(upper, lower, ranks.size, L), ranks)
+    n_bits = codec.upper_bits_for(ranks.size, universe, L)
+    samples = codec.zero_samples(upper, n_bits)
+    queries = np.array(list(ranks[:50]) + probes + [int(r) + 1 for r in ranks[:20] if r < 2**64 - 2], np.uint64)
+    got = codec.ef_find_many(upper, samples, lower, ranks.size, n_bits, L, queries)
+    pos = np.searchsorted(ranks, queries)
+    padded = np.append(ranks, np.uint64(2**64 - 1))  # never a member: the universe ends below it
+    want = np.where((pos < ranks.size) & (padded[pos] == queries), pos, -1)
+    np.testing.assert_array_equal(got, want)
+
+
+@given(st.integers(1, 5000), st.integers(1, 40), st.randoms(use_true_random=False))
+def test_elias_fano_in_small_universes(universe, n, rnd):
+    ranks = np.array(sorted(rnd.sample(range(universe), min(n, universe))), np.uint64)
+    upper, lower, L = codec.ef_encode(ranks, universe)
+    n_bits = codec.upper_bits_for(ranks.size, universe, L)
+    samples = codec.zero_samples(upper, n_bits)
+    every = np.arange(universe, dtype=np.uint64)
+    found = codec.ef_find_many(upper, samples, lower, ranks.size, n_bits, L, every)
+    want = np.full(universe, -1)
+    want[ranks.astype(np.int64)] = np.arange(ranks.size)
+    np.testing.assert_array_equal(found, want)
+    assert (upper.size + lower.size) * 64 <= ranks.size * (L + 3) + 4 * 64  # n(L+3) bits + word padding
+
+
+def test_elias_fano_rejects_unsorted_or_out_of_universe():
+    with pytest.raises(ValueError, match="sorted"):
+        codec.ef_encode(np.array([3, 2], np.uint64), 10)
+    with pytest.raises(ValueError, match="below 10"):
+        codec.ef_encode(np.array([3, 10], np.uint64), 10)
+
+
+def test_real_layers_round_trip_and_stay_under_8_bits():
+    """2x4 forward layers: coded, decoded back to the same IDs, and every ID found at its position."""
+    spec = SolveSpec.parse("2x4")
+    total_bits = total = 0
+
+    def on_age(count, states, afterstates):
+        nonlocal total_bits, total
+        upper, lower, L = encode_afterstates(count.age, afterstates, spec.cells)
+        universe = codec.boards_of_age(spec.cells, count.age)
+        ranks = codec.ef_decode(upper, lower, afterstates.size, L)
+        _, P = codec.rank_tables(spec.cells, count.age)
+        np.testing.assert_array_equal(codec.boards_of_ranks(ranks, count.age // 2, P, spec.cells), afterstates)
+        n_bits = codec.upper_bits_for(afterstates.size, universe, L)
+        found = codec.ef_find_many(upper, codec.zero_samples(upper, n_bits), lower, ranks.size, n_bits, L, ranks)
+        np.testing.assert_array_equal(found, np.arange(ranks.size))
+        total_bits += 64 * (upper.size + lower.size)
+        total += afterstates.size
+
+    run_forward(spec, on_age=on_age, progress=False)
+    assert total > 100_000 and total_bits / total < 8.5
+
+
+@given(st.lists(st.one_of(st.just(0.0), st.floats(1e-6, 1e7)), max_size=200))
+def test_float_code_relative_error_bound(values):
+    v = np.array(values, np.float64)
+    words, width, base = codec.encode_values(v, codec.FLOAT_CODE)
+    back = codec.decode_values(words, v.size, width, codec.FLOAT_CODE, base)
+    rel, _ = codec.value_error_bound(codec.FLOAT_CODE)
+    assert rel <= 1e-6
+    np.testing.assert_array_equal(back == 0, v == 0)
+    assert np.all(np.abs(back - v) <= rel * v)
+    order = np.argsort(v, kind="stable")
+    assert np.all(np.diff(back[order]) >= 0)  # the code keeps the order of values
+
+
+@given(st.lists(st.floats(0.0, 1.0), max_size=200))
+def test_fixed_code_absolute_error_bound(values):
+    v = np.array(values, np.float64)
+    words, width, base = codec.encode_values(v, codec.FIXED_CODE)
+    back = codec.decode_values(words, v.size, width, codec.FIXED_CODE, base)
+    _, absolute = codec.value_error_bound(codec.FIXED_CODE)
+    assert absolute <= 1e-9
+    assert np.all(np.abs(back - v) <= absolute)
+    assert np.all(back[v == 0] == 0) and np.all(back[v == 1] == 1)
+
+
+@pytest.mark.parametrize(
+    ("values", "code", "message"),
+    [([-1.0], codec.FLOAT_CODE, "non-negative"), ([np.nan], codec.FLOAT_CODE, "non-negative"),
+     ([1.5], codec.FIXED_CODE, r"\[0, 1\]"), ([0.5], "zip", "unknown value code")],
+)  # fmt: skip
+def test_bad_values_are_refused(values, code, message):
+    with pytest.raises(ValueError, match=message):
+        codec.encode_values(np.array(values), code)
+
+
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=100), st.integers(0, 64))
+def test_bit_fields_round_trip(values, width):
+    v = np.array([x % (1 << width) if width < 64 else x for x in values], np.uint64)
+    words = pack_fields(v, width)
+    assert words.size == codec.words_for(v.size * width)
+    np.testing.assert_array_equal(unpack_fields(words, v.size, width), v)
+
+
+@given(st.integers(0, 2**64 - 1))
+def test_popcount_and_trailing_zeros(x):
+    from numba import njit
+
+    @njit
+    def both(v):
+        return popcount64(v), trailing_zeros64(v)
+
+    pop, tz = both(np.uint64(x))
+    assert pop == bin(x).count("1")
+    assert tz == (64 if x == 0 else (x & -x).bit_length() - 1)
+
+
+def test_naive_unpack_agrees_with_rank_order():
+    """Rank order is packed-ID order: the last cell (row r-1, col c-1) is the most significant."""
+    everyone = slow_boards_of_age(3, 8)
+    grids = [naive.unpack(b, 1, 3) for b in everyone]
+    keys = [tuple(reversed(g[0])) for g in grids]
+    assert keys == sorted(keys)
