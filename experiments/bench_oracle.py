@@ -3,7 +3,8 @@
     python -m experiments.bench_oracle [--episodes 1000] [--repeats 5] [--table PATH]
 
 Throughput: ``q_values`` on 2,000,000 boards drawn uniformly from the table's states (a worst case for the
-caches), median of ``--repeats``.  Regret: ``Oracle.regret`` with seed 0.  Exact: ``Oracle.evaluate``.
+caches; a v2 table's states are derived from its afterstates), median of ``--repeats``.  Regret:
+``Oracle.regret`` with seed 0.  Exact: ``Oracle.evaluate``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 
 from agents import GreedyAgent, OptimalAgent, RandomAgent
 from oracle import Oracle
+from solver.store import Table
 
 
 def main(argv=None) -> None:
@@ -28,8 +30,8 @@ def main(argv=None) -> None:
     oracle = Oracle.for_board("3x3", table=args.table)
     print(f"loaded {oracle} in {time.perf_counter() - t:.1f} s")
 
-    keys = oracle._state_index[0]
-    states = keys[keys != 0]
+    with Table(oracle.path) as table:
+        states = np.concatenate([table.layer(c.age, names=("states",))["states"] for c in table.counts()])
     boards = np.ascontiguousarray(states[np.random.default_rng(0).integers(0, states.size, 2_000_000)])
     oracle.q_values(boards[:100])
     rates = []

@@ -59,7 +59,8 @@ def bench_3x3(repeats: int) -> dict:
         run_measured(build)  # compile and warm caches
         runs = [run_measured(build) for _ in range(repeats)]
         info = json.loads(run_measured(["info", table, "--json"])[2])
-        out["build"] = {"runs_s": [round(r[0], 2) for r in runs], "median_s": round(statistics.median(r[0] for r in runs), 2),
+        out["build"] = {"runs_s": [round(r[0], 2) for r in runs],
+                        "median_s": round(statistics.median(r[0] for r in runs), 2),
                         "peak_rss_gb": round(max(r[1] for r in runs), 3)}  # fmt: skip
         out["table"] = {k: info[k] for k in ("bytes", "bits_per_afterstate_id", "bits_per_afterstate_value",
                                              "bits_per_afterstate_on_disk", "states", "afterstates")}  # fmt: skip
@@ -110,11 +111,11 @@ def bench_4x3(max_age: int) -> dict:
     def on_age(count, states, afterstates):
         nonlocal code_s
         t0 = time.perf_counter()
-        upper, lower, _ = encode_afterstates(count.age, afterstates, spec.cells)
+        upper, lower, _ = encode_afterstates(count.age, afterstates, spec)
         code_s += time.perf_counter() - t0
         if published.get(count.age) != count.states:
             mismatches.append(count.age)
-        universe = codec.boards_of_age(spec.cells, count.age)
+        universe = codec.boards_of_age(spec.rows, spec.cols, count.age)
         rows.append((count.age, count.states, count.afterstates, universe, 8 * (upper.nbytes + lower.nbytes)))
 
     t0 = time.perf_counter()
@@ -152,7 +153,7 @@ def project_4x3(measured_ratio: dict[int, float], value_bits: int) -> dict:
     worst = (0.0, 0)
     for age, count in published:
         n = int(round(count * measured.get(int(age), rest_ratio)))
-        b = ef_bytes(n, codec.boards_of_age(12, int(age)))
+        b = ef_bytes(n, codec.boards_of_age(4, 3, int(age)))
         id_bytes += b
         value_bytes += 8 * codec.words_for(n * value_bits)
         worst = max(worst, (8 * b / max(n, 1), int(age)))

@@ -79,9 +79,15 @@ def cmd_info(args) -> int:
         print(json.dumps(info, indent=1))
         return 0
     print(f"{args.file}: {info['board']} {info['objective']} (spawn {info['spawn']}, p4={info['p4']:g})")
+    if info["format_version"] == 1:
+        note = "exact; v1 also stores every state, 17 bytes each"
+    elif info["value_error_relative"]:
+        note = f"{info['value_code']} code, error <= {info['value_error_relative']:.3g} relative"
+    else:
+        note = f"{info['value_code']} code, error <= {info['value_error_absolute']:.3g} absolute"
     print(f"format v{info['format_version']} ({info['layout']}), {info['bytes']:,} bytes: "
-          f"{info['bits_per_afterstate_id']:.2f} bits per afterstate ID, {info['bits_per_afterstate_value']:.2f} per "
-          f"value{info['value_note']}")  # fmt: skip
+          f"{info['bits_per_afterstate_id']:.2f} bits per afterstate ID + {info['bits_per_afterstate_value']:.2f} per "
+          f"value ({note}); {info['bits_per_afterstate_on_disk']:.2f} bits per afterstate on disk")  # fmt: skip
     print(f"states {info['states']:,}  afterstates {info['afterstates']:,}  terminal {info['terminal_states']:,}")
     print(f"ages {info['ages'][0]['age']}..{info['ages'][-1]['age']} ({len(info['ages'])} layers)")
     print(f"start value {info['start_value']:.12g} (expectation over the random start)")
@@ -91,24 +97,22 @@ def cmd_info(args) -> int:
 
 
 def format_fields(t) -> dict:
-    """Format, layout, size on disk and bits per afterstate of an open table (any version)."""
+    """Format, layout, size on disk, bits per afterstate and value code of an open table (any version)."""
     a = t.attrs
     n = max(1, int(a["afterstates"]))
     version = int(a["format_version"])
     size = sum(p.stat().st_size for p in t.path.rglob("*") if p.is_file()) if t.path.is_dir() else t.path.stat().st_size
+    out = {"format_version": version, "layout": a.get("layout", "file"), "bytes": int(size),
+           "bits_per_afterstate_on_disk": 8.0 * size / n}  # fmt: skip
     if version == 1:
-        id_bits, value_bits, note = 64.0, 64.0, " (v1 also stores every state: 17 bytes each)"
+        out.update(bits_per_afterstate_id=64.0, bits_per_afterstate_value=64.0, value_code="float64",
+                   value_error_relative=0.0, value_error_absolute=0.0)  # fmt: skip
     else:
-        id_bits, value_bits = float(a["bits_per_afterstate_id"]), float(a["bits_per_afterstate_value"])
-        rel, absolute = float(a["value_error_relative"]), float(a["value_error_absolute"])
-        note = (
-            f" ({a['value_code']} code, error <= {rel:.3g} relative)"
-            if rel
-            else (f" ({a['value_code']} code, error <= {absolute:.3g} absolute)")
-        )
-    return {"format_version": version, "layout": a.get("layout", "file"), "bytes": int(size),
-            "bits_per_afterstate_id": id_bits, "bits_per_afterstate_value": value_bits,
-            "bits_per_afterstate_on_disk": 8.0 * size / n, "value_note": note}  # fmt: skip
+        for key in ("bits_per_afterstate_id", "bits_per_afterstate_value", "value_error_relative",
+                    "value_error_absolute"):  # fmt: skip
+            out[key] = float(a[key])
+        out["value_code"] = str(a["value_code"])
+    return out
 
 
 def cmd_convert(args) -> int:

@@ -126,7 +126,8 @@ class ForwardLayers:
         count = self.work.forward_count(age)
         upper = self.work.load("forward", age, "ids_upper")
         lower = self.work.load("forward", age, "ids_lower")
-        return upper, lower, codec.low_bits_for(count.afterstates, codec.boards_of_age(self.spec.cells, age))
+        universe = codec.boards_of_age(self.spec.rows, self.spec.cols, age)
+        return upper, lower, codec.low_bits_for(count.afterstates, universe)
 
     def afterstates(self, age: int) -> np.ndarray:
         if age in self.held:
@@ -139,8 +140,8 @@ class ForwardLayers:
                     self._decoded.pop(max(self._decoded, key=lambda a: abs(a - age)))
                 upper, lower, low_bits = self.coded(age)
                 ranks = codec.ef_decode(upper, lower, self.work.forward_count(age).afterstates, low_bits)
-                _, P = codec.rank_tables(self.spec.cells, age)
-                self._decoded[age] = codec.boards_of_ranks(ranks, age // 2, P, self.spec.cells)
+                C, orbit = codec.rank_tables(self.spec.rows, self.spec.cols, age)
+                self._decoded[age] = codec.boards_of_ranks(ranks, age // 2, C, orbit, self.spec.cells)
             return self._decoded[age]
 
     def layer(self, age: int) -> tuple[np.ndarray, np.ndarray]:
@@ -227,7 +228,6 @@ def build(
     out.parent.mkdir(parents=True, exist_ok=True)
     work = WorkDir(work_dir or out.with_name(out.name + ".work"), spec, SOLVER_VERSION)
     writer = BackgroundWriter()
-    cells = spec.cells
     layers = ForwardLayers(spec, work, set())
     table = None
     try:
@@ -235,7 +235,7 @@ def build(
         if not work.forward_complete:
 
             def save_forward(count: AgeCount, afterstates) -> None:
-                upper, lower, _ = encode_afterstates(count.age, afterstates, cells)
+                upper, lower, _ = encode_afterstates(count.age, afterstates, spec)
                 work.save("forward", count.age, "ids_upper", upper)
                 work.save("forward", count.age, "ids_lower", lower)
                 work.record_forward(count)
@@ -274,9 +274,9 @@ def build(
                 return
             upper, lower, low_bits = layers.coded(age)
             if values_words is None:
-                coded = CodedLayer.encode(by_age[age], cells, upper, lower, low_bits, a_values, value_code)
+                coded = CodedLayer.encode(by_age[age], spec, upper, lower, low_bits, a_values, value_code)
             else:
-                universe = codec.boards_of_age(cells, age)
+                universe = codec.boards_of_age(spec.rows, spec.cols, age)
                 coded = CodedLayer(age, by_age[age].terminal, by_age[age].afterstates, universe, low_bits,
                                    codec.upper_bits_for(by_age[age].afterstates, universe, low_bits), upper, lower,
                                    values_words, value_code, code["value_bits"], code["value_base"])  # fmt: skip

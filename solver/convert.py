@@ -21,7 +21,7 @@ def convert_table(src: str | os.PathLike, out: str | os.PathLike, layout: str = 
     with Table(src) as t:
         if t.format_version != 1:
             raise TableError(f"{src} is already format {t.format_version}; convert reads v1 tables")
-        spec, cells = t.spec, t.spec.cells
+        spec = t.spec
         ids, probs, _ = t.start()
         writer = TableWriterV2(out, spec, ids, probs, layout)
         code = codec.value_code_for(spec.objective)
@@ -29,8 +29,8 @@ def convert_table(src: str | os.PathLike, out: str | os.PathLike, layout: str = 
         try:
             for c in tqdm(t.counts(), desc=f"convert {spec.board}", unit=" ages", disable=not progress):
                 layer = t.layer(c.age)
-                upper, lower, low_bits = encode_afterstates(c.age, layer["afterstates"], cells)
-                coded = CodedLayer.encode(c, cells, upper, lower, low_bits, layer["afterstate_values"], code)
+                upper, lower, low_bits = encode_afterstates(c.age, layer["afterstates"], spec)
+                coded = CodedLayer.encode(c, spec, upper, lower, low_bits, layer["afterstate_values"], code)
                 back = coded.afterstate_values()
                 err = np.abs(back - layer["afterstate_values"])
                 if err.size:

@@ -65,18 +65,18 @@ class CodedLayer:
     value_base: int
 
     @classmethod
-    def encode(cls, count: AgeCount, cells: int, upper, lower, low_bits, values: np.ndarray, value_code: str):
+    def encode(cls, count: AgeCount, spec: SolveSpec, upper, lower, low_bits, values: np.ndarray, value_code: str):
         words, width, base = codec.encode_values(values, value_code)
-        universe = codec.boards_of_age(cells, count.age)
+        universe = codec.boards_of_age(spec.rows, spec.cols, count.age)
         return cls(count.age, count.terminal, count.afterstates, universe, low_bits,
                    codec.upper_bits_for(count.afterstates, universe, low_bits), upper, lower, words, value_code,
                    width, base)  # fmt: skip
 
-    def afterstates(self, cells: int) -> np.ndarray:
+    def afterstates(self, spec: SolveSpec) -> np.ndarray:
         """Sorted canonical afterstate IDs, ``uint64[n]``."""
         ranks = codec.ef_decode(self.upper, self.lower, self.n, self.low_bits)
-        _, P = codec.rank_tables(cells, self.age)
-        return codec.boards_of_ranks(ranks, self.age // 2, P, cells)
+        C, orbit = codec.rank_tables(spec.rows, spec.cols, self.age)
+        return codec.boards_of_ranks(ranks, self.age // 2, C, orbit, spec.cells)
 
     def afterstate_values(self) -> np.ndarray:
         """Decoded values, ``float64[n]`` (within the code's error bound of the solver's)."""
@@ -96,11 +96,11 @@ class CodedLayer:
         put_dataset(g, "values", self.values)
 
 
-def encode_afterstates(age: int, afterstates: np.ndarray, cells: int) -> tuple[np.ndarray, np.ndarray, int]:
+def encode_afterstates(age: int, afterstates: np.ndarray, spec: SolveSpec) -> tuple[np.ndarray, np.ndarray, int]:
     """``(upper, lower, low_bits)``: Elias-Fano code of the ranks of sorted canonical afterstates of one age."""
-    _, P = codec.rank_tables(cells, age)
-    ranks = codec.ranks_of(afterstates, age // 2, P, cells)
-    return codec.ef_encode(ranks, codec.boards_of_age(cells, age))
+    C, orbit = codec.rank_tables(spec.rows, spec.cols, age)
+    ranks = codec.ranks_of(afterstates, age // 2, C, orbit, spec.cells)
+    return codec.ef_encode(ranks, codec.boards_of_age(spec.rows, spec.cols, age))
 
 
 class TableWriterV2:
@@ -366,7 +366,7 @@ class TableV2:
             if len(self._decoded) >= 6:
                 self._decoded.pop(next(iter(self._decoded)))
             layer = self.coded_layer(age)
-            self._decoded[age] = (layer.afterstates(self.spec.cells), layer.afterstate_values())
+            self._decoded[age] = (layer.afterstates(self.spec), layer.afterstate_values())
         return self._decoded[age]
 
     def layer(self, age: int, names=LAYER_DATASETS) -> dict[str, np.ndarray]:
