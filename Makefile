@@ -31,6 +31,7 @@ figures: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m experiments.bench_env
 	$(PY) -m experiments.bench_solver
+	$(PY) -m experiments.bench_tables
 
 lint: $(STAMP)
 	$(PY) -m ruff check . && $(PY) -m ruff format --check .

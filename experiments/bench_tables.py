@@ -3,8 +3,8 @@
     python -m experiments.bench_tables [--repeats 3] [--max-age 300] [--skip-3x3] [--skip-4x3] [--json FILE]
 
 * 3x3 score table: ``python -m solver build --board 3x3`` in its own process (numba caches warm: one untimed
-  run first), median wall time and peak RSS of ``--repeats`` runs; size on disk, bits per afterstate ID and per
-  value from ``solver info``.
+  run first), median wall time and peak RSS of ``--repeats`` runs, alternating with ``--format 1`` builds as the
+  baseline (``os.sync()`` before each, so that no run pays for the previous one's writes); size on disk, bits per afterstate ID and per value from ``solver info``.
 * Oracle on that table: ``Oracle.open`` time; batched ``q_values`` on 2,000,000 boards drawn uniformly from the
   table's states (derived from its afterstates); one-board latency (median of 2,000 calls).  Medians of
   ``--repeats``.
@@ -56,15 +56,25 @@ def bench_3x3(repeats: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         table = str(Path(tmp) / "3x3.h5")
         build = ["build", "--board", "3x3", "--out", table, "--quiet"]
+        baseline = ["build", "--board", "3x3", "--out", str(Path(tmp) / "v1.h5"), "--quiet", "--format", "1"]
         run_measured(build)  # compile and warm caches
-        runs = [run_measured(build) for _ in range(repeats)]
+        run_measured(baseline)
+        runs, v1_runs = [], []
+        for _ in range(repeats):  # alternate, so that both see the same machine; each starts with no dirty pages
+            os.sync()
+            runs.append(run_measured(build))
+            os.sync()
+            v1_runs.append(run_measured(baseline))
         info = json.loads(run_measured(["info", table, "--json"])[2])
         out["build"] = {"runs_s": [round(r[0], 2) for r in runs],
                         "median_s": round(statistics.median(r[0] for r in runs), 2),
-                        "peak_rss_gb": round(max(r[1] for r in runs), 3)}  # fmt: skip
+                        "peak_rss_gb": round(max(r[1] for r in runs), 3),
+                        "v1_runs_s": [round(r[0], 2) for r in v1_runs],
+                        "v1_median_s": round(statistics.median(r[0] for r in v1_runs), 2)}  # fmt: skip
         out["table"] = {k: info[k] for k in ("bytes", "bits_per_afterstate_id", "bits_per_afterstate_value",
                                              "bits_per_afterstate_on_disk", "states", "afterstates")}  # fmt: skip
-        print(f"3x3 build: median {out['build']['median_s']} s of {out['build']['runs_s']}, peak "
+        print(f"3x3 build: median {out['build']['median_s']} s of {out['build']['runs_s']} (format v1 in the same "
+              f"run: {out['build']['v1_median_s']} s of {out['build']['v1_runs_s']}), peak "
               f"{out['build']['peak_rss_gb']} GB; table {info['bytes'] / 1e6:.1f} MB: "
               f"{info['bits_per_afterstate_id']:.2f} bits per afterstate ID + "
               f"{info['bits_per_afterstate_value']:.2f} per value ({info['bits_per_afterstate_on_disk']:.2f} on disk "

@@ -28,7 +28,7 @@ from oracle import Oracle
 from oracle.wrapper import shared_oracle
 
 #: Version of the protocol and of the JSON schema (bump when either changes).
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 #: Boards with at most this many cells are always evaluated exactly (every agent is cheap there).
 SMALL_BOARD_CELLS = 8
 #: Scalar columns of the results table, in order (the JSON has these plus ``by_age`` per agent).

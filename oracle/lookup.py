@@ -85,13 +85,13 @@ def empty_layer(age: int) -> Layer:
 
 
 @numba.njit(cache=True, inline="always")
-def layer_value(key, coded, C, orbit, half_age, cells, upper, samples, lower, n, n_bits, low_bits, words, width,
+def layer_value(key, coded, P, half_age, cells, upper, samples, lower, n, n_bits, low_bits, words, width,
                 is_float, base, ids, vals):  # fmt: skip
     """Stored value of canonical afterstate ``key`` in one layer, NaN if the layer does not hold it."""
     if n == 0:
         return np.nan
     if coded:
-        r = codec.board_rank(key, half_age, C, orbit, cells)
+        r = codec.board_rank(key, half_age, P, cells)
         i = codec.ef_find(upper, samples, lower, n, n_bits, low_bits, r)
         if i < 0:
             return np.nan
@@ -103,7 +103,7 @@ def layer_value(key, coded, C, orbit, half_age, cells, upper, samples, lower, n,
 
 
 @numba.njit(cache=True, inline="always")
-def _q_one(i, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, win_exponent, score, C, orbit, coded,
+def _q_one(i, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, win_exponent, score, P, coded,
            half_age, upper, samples, lower, n, n_bits, low_bits, words, width, is_float, base, ids,
            vals):  # fmt: skip
     cells = rows * cols
@@ -118,7 +118,7 @@ def _q_one(i, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, win_ex
             q[i, a] = r + 1.0
             continue
         key = canonical_packed(after, rows, cols, sym_lines, sym_bytes)
-        v = layer_value(key, coded, C, orbit, half_age, cells, upper, samples, lower, n, n_bits, low_bits, words,
+        v = layer_value(key, coded, P, half_age, cells, upper, samples, lower, n, n_bits, low_bits, words,
                         width, is_float, base, ids, vals)  # fmt: skip
         if np.isnan(v):
             status[i] = NOT_IN_TABLE
@@ -126,7 +126,7 @@ def _q_one(i, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, win_ex
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def q_values_group(sel, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, win_exponent, score, C, orbit,
+def q_values_group(sel, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, win_exponent, score, P,
                    coded, half_age, upper, samples, lower, n, n_bits, low_bits, words, width, is_float, base, ids,
                    vals):  # fmt: skip
     """Fill ``q[i]`` (``float64[4]``, NaN for illegal moves) and ``status[i]`` for every ``i`` of ``sel``
@@ -134,24 +134,24 @@ def q_values_group(sel, boards, q, status, rows, cols, moves, sym_lines, sym_byt
     NOT_IN_TABLE when a legal move's afterstate is not stored.  ``score``: rewards count; otherwise a move making
     a tile of exponent >= ``win_exponent`` is worth 1."""
     for j in numba.prange(sel.shape[0]):
-        _q_one(sel[j], boards, q, status, rows, cols, moves, sym_lines, sym_bytes, win_exponent, score, C, orbit,
+        _q_one(sel[j], boards, q, status, rows, cols, moves, sym_lines, sym_bytes, win_exponent, score, P,
                coded, half_age, upper, samples, lower, n, n_bits, low_bits, words, width, is_float, base, ids,
                vals)  # fmt: skip
 
 
 @numba.njit(cache=True, nogil=True)
-def q_values_group_serial(sel, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, win_exponent, score, C,
-                          orbit, coded, half_age, upper, samples, lower, n, n_bits, low_bits, words, width, is_float,
+def q_values_group_serial(sel, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, win_exponent, score, P,
+                          coded, half_age, upper, samples, lower, n, n_bits, low_bits, words, width, is_float,
                           base, ids, vals):  # fmt: skip
     """:func:`q_values_group` on one thread (small batches)."""
     for j in range(sel.shape[0]):
-        _q_one(sel[j], boards, q, status, rows, cols, moves, sym_lines, sym_bytes, win_exponent, score, C, orbit,
+        _q_one(sel[j], boards, q, status, rows, cols, moves, sym_lines, sym_bytes, win_exponent, score, P,
                coded, half_age, upper, samples, lower, n, n_bits, low_bits, words, width, is_float, base, ids,
                vals)  # fmt: skip
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def afterstate_values_group(sel, afters, out, rows, cols, sym_lines, sym_bytes, C, orbit, coded, half_age, upper,
+def afterstate_values_group(sel, afters, out, rows, cols, sym_lines, sym_bytes, P, coded, half_age, upper,
                             samples, lower, n, n_bits, low_bits, words, width, is_float, base, ids,
                             vals):  # fmt: skip
     """``out[i]`` = stored value of afterstate ``afters[i]`` (any symmetry), NaN if absent, for ``i`` in ``sel``."""
@@ -159,7 +159,7 @@ def afterstate_values_group(sel, afters, out, rows, cols, sym_lines, sym_bytes, 
     for j in numba.prange(sel.shape[0]):
         i = sel[j]
         key = canonical_packed(afters[i], rows, cols, sym_lines, sym_bytes)
-        out[i] = layer_value(key, coded, C, orbit, half_age, cells, upper, samples, lower, n, n_bits, low_bits, words,
+        out[i] = layer_value(key, coded, P, half_age, cells, upper, samples, lower, n, n_bits, low_bits, words,
                              width, is_float, base, ids, vals)  # fmt: skip
 
 
@@ -196,11 +196,8 @@ class AgeLayers:
         self.T = board_tables(self.spec.rows, self.spec.cols)
         self.ages = {int(a) for a in table.ages}
         self.max_age = max(self.ages, default=0)
-        if self.coded:
-            C, self.orbit = codec.rank_tables(self.spec.rows, self.spec.cols, self.max_age)
-        else:
-            C, self.orbit = np.zeros((16, 1, 1), np.uint64), np.uint64(0)
-        self.C = readonly(C)
+        shape = (self.spec.rows, self.spec.cols, self.max_age)
+        self.P = readonly(codec.prefix_tables(*shape) if self.coded else np.zeros((16, 1, 16, 1), np.uint64))
         self._open: OrderedDict[int, tuple[Layer, object]] = OrderedDict()
         self.resident_bytes = 0
         self.opened = 0
@@ -272,7 +269,7 @@ class AgeLayers:
         for age, sel in self._groups(ids):
             L = self.layer(age)
             kernel(sel, ids, q, status, T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes, spec.win_exponent, score,
-                   self.C, self.orbit, L.coded, L.half_age, L.upper, L.samples, L.lower, L.n, L.n_bits, L.low_bits,
+                   self.P, L.coded, L.half_age, L.upper, L.samples, L.lower, L.n, L.n_bits, L.low_bits,
                    L.words, L.width, L.is_float, L.base, L.ids, L.vals)  # fmt: skip
         return q, status
 
@@ -282,7 +279,7 @@ class AgeLayers:
         T = self.T
         for age, sel in self._groups(ids):
             L = self.layer(age)
-            afterstate_values_group(sel, ids, out, T.rows, T.cols, T.sym_lines, T.sym_bytes, self.C, self.orbit,
+            afterstate_values_group(sel, ids, out, T.rows, T.cols, T.sym_lines, T.sym_bytes, self.P,
                                     L.coded, L.half_age, L.upper, L.samples, L.lower, L.n, L.n_bits, L.low_bits,
                                     L.words, L.width, L.is_float, L.base, L.ids, L.vals)  # fmt: skip
         return out

@@ -1,7 +1,7 @@
 """``OracleWrapper``: the oracle's view of every step in ``info``; and the factory behind ``Solved2048-*`` ids.
 
 ``gym.make("Solved2048-3x3")`` (and ``-2x2``) builds the exact table into the cache directory on first use
-(about 20 s and 1.3 GB for 3x3) and wraps the env, unless made with ``oracle=False``; ``"Solved2048-4x3"`` is
+(about 14 s and 116 MB for 3x3) and wraps the env, unless made with ``oracle=False``; ``"Solved2048-4x3"`` is
 wrapped only when given ``oracle_table=PATH`` (its table does not build here).  The registration in ``env2048``
 names this factory by string, so ``env2048`` never imports the oracle.
 """
@@ -61,7 +61,7 @@ class OracleWrapper(gym.Wrapper):
 
 
 def shared_oracle(board: str, p4: float = 0.1, table=None, objective: str = "score") -> Oracle:
-    """One oracle per (board, p4, table, objective) per process: a 3x3 table takes seconds and 2 GB to load."""
+    """One oracle per (board, p4, table, objective) per process (its open layers are shared)."""
     key = (board, float(p4), None if table is None else str(table), objective)
     if key not in _ORACLES:
         _ORACLES[key] = Oracle.for_board(board, objective, p4, table=table)

@@ -88,12 +88,47 @@ def _count_tables(cells, max_half, orbit):
     return C
 
 
+@numba.njit(cache=True, nogil=True)
+def _prefix_tables(C, orbit):
+    """``P[t, k, e, h]``: ranks skipped by putting exponent ``e`` in cell ``k`` (``k`` < last) with ``h`` half-units
+    left for cells ``0..k``, i.e. the sum of ``C[t, k, h - half(e')]`` over allowed ``e' < e``; and
+    ``P[t, last, 0, h]``: boards of ``h`` half-units whose last cell holds less than ``t``."""
+    n_t, cells, width = C.shape
+    last = cells - 1
+    P = np.zeros((n_t, cells, 16, width), np.uint64)
+    for t in range(n_t):
+        for k in range(last):
+            for h in range(width):
+                acc = np.uint64(0)
+                for e in range(16):
+                    P[t, k, e, h] = acc
+                    if _half(e) <= h and _allowed(k, e, t, orbit):
+                        acc += C[t, k, h - _half(e)]
+        for h in range(width):
+            acc = np.uint64(0)
+            for t2 in range(t):
+                if _half(t2) <= h:
+                    acc += C[t2, last, h - _half(t2)]
+            P[t, last, 0, h] = acc
+    return P
+
+
 def rank_tables(rows: int, cols: int, max_age: int) -> tuple[np.ndarray, np.uint64]:
     """``(C uint64[16, cells, H+1], orbit uint64)`` for ages up to ``max_age`` (``H`` rounded up to a power of two,
-    at least 1024, so that one table serves a whole build): see the module docstring."""
+    at least 1024, so that one table serves a whole build): see the module docstring.  Unranking reads them."""
+    return _rank_tables(int(rows), int(cols), _half_width(max_age))
+
+
+def prefix_tables(rows: int, cols: int, max_age: int) -> np.ndarray:
+    """``P uint64[16, cells, 16, H+1]`` (see :func:`_prefix_tables`): ranking reads one entry per cell.  4x3 up to
+    its largest age: 201 MB."""
+    return _prefix_tables_cached(int(rows), int(cols), _half_width(max_age))
+
+
+def _half_width(max_age: int) -> int:
     if max_age < 0 or max_age % 2:
         raise ValueError(f"an age is even and >= 0, got {max_age}")
-    return _rank_tables(int(rows), int(cols), 1 << max(10, int(max_age // 2).bit_length()))
+    return 1 << max(10, int(max_age // 2).bit_length())
 
 
 @functools.lru_cache(maxsize=4)
@@ -102,6 +137,14 @@ def _rank_tables(rows: int, cols: int, half: int) -> tuple[np.ndarray, np.uint64
     C = _count_tables(rows * cols, half, orbit)
     C.setflags(write=False)
     return C, orbit
+
+
+@functools.lru_cache(maxsize=2)
+def _prefix_tables_cached(rows: int, cols: int, half: int) -> np.ndarray:
+    C, orbit = _rank_tables(rows, cols, half)
+    P = _prefix_tables(C, orbit)
+    P.setflags(write=False)
+    return P
 
 
 @numba.njit(cache=True)
@@ -121,23 +164,16 @@ def boards_of_age(rows: int, cols: int, age: int) -> int:
 
 
 @numba.njit(cache=True, inline="always")
-def board_rank(b, half_age, C, orbit, cells):
+def board_rank(b, half_age, P, cells):
     """Rank of packed canonical board ``b`` among the boards of its age (``half_age`` = age / 2) whose last cell
-    is no larger than the other corners, in packed-ID order."""
+    is no larger than the other corners, in packed-ID order; ``P`` from :func:`prefix_tables`."""
     last = cells - 1
     t = np.int64((b >> np.uint64(4 * last)) & np.uint64(15))
-    r = np.uint64(0)
-    for t2 in range(t):
-        if _half(t2) <= half_age:
-            r += C[t2, last, half_age - _half(t2)]
+    r = P[t, last, 0, half_age]
     rem = half_age - _half(t)
     for k in range(last - 1, -1, -1):
         e = np.int64((b >> np.uint64(4 * k)) & np.uint64(15))
-        for e2 in range(e):
-            if _half(e2) > rem:
-                break
-            if _allowed(k, e2, t, orbit):
-                r += C[t, k, rem - _half(e2)]
+        r += P[t, k, e, rem]
         rem -= _half(e)
     return r
 
@@ -170,12 +206,12 @@ def board_unrank(r, half_age, C, orbit, cells):
 
 
 @numba.njit(cache=True, nogil=True)
-def ranks_of(ids, half_age, C, orbit, cells):
+def ranks_of(ids, half_age, P, cells):
     """``uint64[n]`` ranks of canonical packed boards all of age ``2 * half_age``.  One thread: the build codes
     layers on its writer thread while the main thread's parallel kernels use every core."""
     out = np.empty(ids.shape[0], np.uint64)
     for i in range(ids.shape[0]):
-        out[i] = board_rank(ids[i], half_age, C, orbit, cells)
+        out[i] = board_rank(ids[i], half_age, P, cells)
     return out
 
 
@@ -453,6 +489,7 @@ __all__ = [
     "ef_find_many",
     "encode_values",
     "rank_tables",
+    "prefix_tables",
     "ranks_of",
     "unpack_fields",
     "value_code_for",

@@ -98,8 +98,8 @@ class CodedLayer:
 
 def encode_afterstates(age: int, afterstates: np.ndarray, spec: SolveSpec) -> tuple[np.ndarray, np.ndarray, int]:
     """``(upper, lower, low_bits)``: Elias-Fano code of the ranks of sorted canonical afterstates of one age."""
-    C, orbit = codec.rank_tables(spec.rows, spec.cols, age)
-    ranks = codec.ranks_of(afterstates, age // 2, C, orbit, spec.cells)
+    P = codec.prefix_tables(spec.rows, spec.cols, age)
+    ranks = codec.ranks_of(afterstates, age // 2, P, spec.cells)
     return codec.ef_encode(ranks, codec.boards_of_age(spec.rows, spec.cols, age))
 
 
