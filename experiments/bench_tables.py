@@ -4,7 +4,8 @@
 
 * 3x3 score table: ``python -m solver build --board 3x3`` in its own process (numba caches warm: one untimed
   run first), median wall time and peak RSS of ``--repeats`` runs, alternating with ``--format 1`` builds as the
-  baseline (``os.sync()`` before each, so that no run pays for the previous one's writes); size on disk, bits per afterstate ID and per value from ``solver info``.
+  baseline (``os.sync()`` before each, so that no run pays for the previous one's writes); size on disk, bits
+  per afterstate ID and per value from ``solver info``.
 * Oracle on that table: ``Oracle.open`` time; batched ``q_values`` on 2,000,000 boards drawn uniformly from the
   table's states (derived from its afterstates); one-board latency (median of 2,000 calls).  Medians of
   ``--repeats``.
