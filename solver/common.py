@@ -27,6 +27,44 @@ class TableError(ValueError):
     """A table that is missing, unreadable, truncated, of another format, or fails a checksum."""
 
 
+class TableReader:
+    """What every format's reader shares: the root attributes, the spec, the index and the start states of an
+    open root HDF5 file (a table file, or a directory's manifest); a context manager that closes it."""
+
+    def __init__(self, path, root: h5py.File):
+        self.path = path
+        self.file = root
+        self.attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in root.attrs.items()}
+        a = self.attrs
+        self.spec = SolveSpec(
+            int(a["rows"]), int(a["cols"]), str(a["objective"]), float(a["p4"]), str(a["spawn_model"])
+        )
+        self.ages = root["index/ages"][...]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.file.close()
+
+    def counts(self) -> list[AgeCount]:
+        """Forward-pass counts of every age, in increasing age."""
+        idx = self.file["index"]
+        return [
+            AgeCount(int(a), int(s), int(m), int(t))
+            for a, s, m, t in zip(idx["ages"][...], idx["states"][...], idx["afterstates"][...], idx["terminal"][...],
+                                  strict=True)
+        ]  # fmt: skip
+
+    def start(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(ids uint64[m], probs float64[m], values float64[m])`` of the canonical start states."""
+        g = self.file["start"]
+        return g["ids"][...], g["probs"][...], g["values"][...]
+
+
 def sha256_of(array: np.ndarray) -> str:
     """Hex SHA-256 of an array's raw little-endian bytes in C order."""
     data = np.ascontiguousarray(array)

@@ -19,6 +19,7 @@ from .common import (
     LAYER_DATASETS,
     SOLVER_VERSION,
     TableError,
+    TableReader,
     age_group,
     board_text,
     put_dataset,
@@ -121,38 +122,10 @@ def Table(path: str | os.PathLike):  # noqa: N802 (a factory standing where the 
     raise TableError(f"{path} has table format {version}; this code reads formats 1 and 2")
 
 
-class TableV1:
+class TableV1(TableReader):
     """Read access to a v1 table (open it with :func:`Table`); a context manager (closes the HDF5 file)."""
 
     format_version = FORMAT_VERSION
-
-    def __init__(self, path: Path, file: h5py.File):
-        self.path = path
-        self.file = file
-        attrs = file.attrs
-        self.attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in attrs.items()}
-        self.spec = SolveSpec(
-            int(attrs["rows"]), int(attrs["cols"]), str(attrs["objective"]), float(attrs["p4"]),
-            str(attrs["spawn_model"]),
-        )  # fmt: skip
-        self.ages = self.file["index/ages"][...]
-
-    def __enter__(self) -> TableV1:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self.file.close()
-
-    def counts(self) -> list[AgeCount]:
-        idx = self.file["index"]
-        return [
-            AgeCount(int(a), int(s), int(m), int(t))
-            for a, s, m, t in zip(idx["ages"][...], idx["states"][...], idx["afterstates"][...], idx["terminal"][...],
-                                  strict=True)
-        ]  # fmt: skip
 
     def layer(self, age: int, names=LAYER_DATASETS) -> dict[str, np.ndarray]:
         """The arrays of one age (empty arrays for an age with no states)."""
@@ -164,11 +137,6 @@ class TableV1:
             }  # fmt: skip
         g = self.file[key]
         return {name: g[name][...] for name in names}
-
-    def start(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(ids uint64[m], probs float64[m], values float64[m])`` of the canonical start states."""
-        g = self.file["start"]
-        return g["ids"][...], g["probs"][...], g["values"][...]
 
     def datasets(self):
         """Every dataset of the file as ``(name, h5py.Dataset)``."""

@@ -23,6 +23,7 @@ from .common import (
     LAYER_DATASETS,
     SOLVER_VERSION,
     TableError,
+    TableReader,
     age_group,
     put_dataset,
     root_attributes,
@@ -243,46 +244,18 @@ class MappedFile:
             self.map.madvise(mmap.MADV_DONTNEED, lo, start + a.nbytes - lo)
 
 
-class TableV2:
+class TableV2(TableReader):
     """Reader of a v2 table (file or directory); ages are opened on demand (see :meth:`coded_layer`)."""
 
     format_version = FORMAT_VERSION
 
     def __init__(self, path: Path, root: h5py.File, manifest: Path):
-        self.path = path
-        self.file = root
+        super().__init__(path, root)
         self.manifest = manifest
-        self.attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in root.attrs.items()}
-        self.spec = SolveSpec(
-            int(self.attrs["rows"]), int(self.attrs["cols"]), str(self.attrs["objective"]), float(self.attrs["p4"]),
-            str(self.attrs["spawn_model"]),
-        )  # fmt: skip
         self.directory = self.attrs.get("layout") == "directory"
-        self.ages = root["index/ages"][...]
         self._counts = {c.age: c for c in self.counts()}
         self._root_map: MappedFile | None = None
         self._decoded: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self.file.close()
-
-    def counts(self) -> list[AgeCount]:
-        idx = self.file["index"]
-        return [
-            AgeCount(int(a), int(s), int(m), int(t))
-            for a, s, m, t in zip(idx["ages"][...], idx["states"][...], idx["afterstates"][...], idx["terminal"][...],
-                                  strict=True)
-        ]  # fmt: skip
-
-    def start(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        g = self.file["start"]
-        return g["ids"][...], g["probs"][...], g["values"][...]
 
     # -- ages ---------------------------------------------------------------------------------------------------
     def age_file(self, age: int) -> Path:
