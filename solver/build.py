@@ -28,7 +28,7 @@ from .derive import derive_states
 from .forward import canonical_starts, run_forward
 from .spec import SolveSpec
 from .store import TableWriterV1
-from .table_v2 import CodedLayer, TableWriterV2, encode_afterstates
+from .table_v2 import CodedLayer, TableWriterV2, decode_afterstates, encode_afterstates
 from .workdir import AgeCount, WorkDir
 
 #: Forward layers kept in memory for the backward pass (beyond this they are decoded from the work dir).
@@ -139,9 +139,8 @@ class ForwardLayers:
                 if len(self._decoded) >= 4:
                     self._decoded.pop(max(self._decoded, key=lambda a: abs(a - age)))
                 upper, lower, low_bits = self.coded(age)
-                ranks = codec.ef_decode(upper, lower, self.work.forward_count(age).afterstates, low_bits)
-                C, orbit = codec.rank_tables(self.spec.rows, self.spec.cols, age)
-                self._decoded[age] = codec.boards_of_ranks(ranks, age // 2, C, orbit, self.spec.cells)
+                n = self.work.forward_count(age).afterstates
+                self._decoded[age] = decode_afterstates(age, upper, lower, n, low_bits, self.spec)
             return self._decoded[age]
 
     def layer(self, age: int) -> tuple[np.ndarray, np.ndarray]:

@@ -75,9 +75,7 @@ class CodedLayer:
 
     def afterstates(self, spec: SolveSpec) -> np.ndarray:
         """Sorted canonical afterstate IDs, ``uint64[n]``."""
-        ranks = codec.ef_decode(self.upper, self.lower, self.n, self.low_bits)
-        C, orbit = codec.rank_tables(spec.rows, spec.cols, self.age)
-        return codec.boards_of_ranks(ranks, self.age // 2, C, orbit, spec.cells)
+        return decode_afterstates(self.age, self.upper, self.lower, self.n, self.low_bits, spec)
 
     def afterstate_values(self) -> np.ndarray:
         """Decoded values, ``float64[n]`` (within the code's error bound of the solver's)."""
@@ -102,6 +100,13 @@ def encode_afterstates(age: int, afterstates: np.ndarray, spec: SolveSpec) -> tu
     P = codec.prefix_tables(spec.rows, spec.cols, age)
     ranks = codec.ranks_of(afterstates, age // 2, P, spec.cells)
     return codec.ef_encode(ranks, codec.boards_of_age(spec.rows, spec.cols, age))
+
+
+def decode_afterstates(age: int, upper, lower, n: int, low_bits: int, spec: SolveSpec) -> np.ndarray:
+    """Inverse of :func:`encode_afterstates`: the sorted canonical afterstate IDs (``uint64[n]``) of one age."""
+    ranks = codec.ef_decode(upper, lower, n, low_bits)
+    C, orbit = codec.rank_tables(spec.rows, spec.cols, age)
+    return codec.boards_of_ranks(ranks, age // 2, C, orbit, spec.cells)
 
 
 class TableWriterV2:
