@@ -8,12 +8,14 @@ names this factory by string, so ``env2048`` never imports the oracle.
 
 from __future__ import annotations
 
+import warnings
+
 import gymnasium as gym
 import numpy as np
 
 from env2048.env import Game2048Env
 
-from .oracle import BUILDABLE, Oracle
+from .oracle import BUILDABLE, TOO_BIG, Oracle
 
 _ORACLES: dict[tuple, Oracle] = {}
 
@@ -68,10 +70,28 @@ def shared_oracle(board: str, p4: float = 0.1, table=None, objective: str = "sco
     return _ORACLES[key]
 
 
+_WARNED_NO_TABLE: set[tuple[int, int]] = set()
+
+
 def make_solved_env(rows: int, cols: int, oracle: bool = True, oracle_table=None, **kwargs) -> gym.Env:
     """Entry point of the ``Solved2048-*`` ids: a :class:`Game2048Env`, wrapped in :class:`OracleWrapper` when
-    ``oracle`` and the table exists or builds here (or ``oracle_table`` gives its path)."""
+    ``oracle`` and the table exists or builds here (or ``oracle_table`` gives its path).  A board whose table does
+    not build here (4x3) without ``oracle_table`` gives the bare env, with a warning (once per process) saying
+    how to get the table and what it costs."""
     env = Game2048Env(rows, cols, **kwargs)
-    if not oracle or (oracle_table is None and (rows, cols) not in BUILDABLE):
+    if not oracle:
+        return env
+    if oracle_table is None and (rows, cols) not in BUILDABLE:
+        if (rows, cols) not in _WARNED_NO_TABLE:
+            _WARNED_NO_TABLE.add((rows, cols))
+            cost = TOO_BIG.get((rows, cols), f"{rows}x{cols} is too large to solve here")
+            warnings.warn(
+                f"Solved2048-{rows}x{cols} has no optimal-value table here, so this env carries no oracle "
+                f"(info has no q_values or regret). {cost}. Build it with `python -m solver build --board "
+                f"{rows}x{cols} --layout directory --out DIR` on a big machine (or obtain a built one) and pass "
+                f"gym.make('Solved2048-{rows}x{cols}', oracle_table=DIR); oracle=False silences this.",
+                UserWarning,
+                stacklevel=2,
+            )
         return env
     return OracleWrapper(env, shared_oracle(f"{rows}x{cols}", env.p4, oracle_table))

@@ -40,7 +40,7 @@ def test_sb3_env_checker(env_id, obs_mode):
         "exponent": ["unconventional shape"],
         "onehot": ["is an image but the upper and lower bounds", "Treating image space as channels-last",
                    "minimal resolution for an image"],
-    }[obs_mode]  # fmt: skip
+    }[obs_mode] + ["has no optimal-value table here"]  # Solved2048-4x3's own warning  # fmt: skip
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         check_env(gym.make(env_id, obs_mode=obs_mode), warn=True)
@@ -49,7 +49,7 @@ def test_sb3_env_checker(env_id, obs_mode):
 
 
 def test_registered_shapes():
-    env = gym.make("Solved2048-4x3")
+    env = gym.make("Solved2048-4x3", oracle=False)
     obs, _ = env.reset(seed=0)
     assert obs.shape == (4, 3)
     assert gym.make("Solved2048-2x2").reset(seed=0)[0].shape == (2, 2)
@@ -247,3 +247,15 @@ def test_reset_without_seed_continues_the_stream():
     starts_a = [a.reset()[0].tolist() for _ in range(20)]
     starts_b = [b.reset()[0].tolist() for _ in range(20)]
     assert starts_a == starts_b and len({str(s) for s in starts_a}) > 1
+
+
+def test_4x3_without_a_table_warns_once_and_plays_bare():
+    from oracle import wrapper
+
+    wrapper._WARNED_NO_TABLE.discard((4, 3))
+    with pytest.warns(UserWarning, match=r"no optimal-value table.*2\.4-2\.5 TiB.*oracle_table="):
+        env = gym.make("Solved2048-4x3")
+    assert not isinstance(env.env.env, wrapper.OracleWrapper) and env.reset(seed=0)[0].shape == (4, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gym.make("Solved2048-4x3")  # once per process
