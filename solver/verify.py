@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 
 from env2048 import board as B
 
-from .kernels import TIE_TOLERANCE
+from .common import tie_tolerance
 from .store import Table, board_text
 
 #: A recomputed value may differ from the stored one by this much, relative to max(1, |value|) (v1 tables).
@@ -69,6 +69,7 @@ def verify_table(path, samples: int = 1000, seed: int = 0, progress: bool = True
             if report.layer_errors:
                 return report
         rel_tol, abs_tol = residual_tolerance(table.attrs)
+        tie_rel, tie_abs = tie_tolerance(table.attrs)  # best actions: ties as the table defines them
 
         @functools.lru_cache(maxsize=8)
         def layer(age: int):
@@ -124,7 +125,7 @@ def verify_table(path, samples: int = 1000, seed: int = 0, progress: bool = True
                     report.checked_states += 1
                     best_bits = int(lay["best_actions"][i])
                     if legal:
-                        tol = TIE_TOLERANCE * max(1.0, abs(expected))
+                        tol = tie_rel * max(1.0, abs(expected)) + tie_abs
                         for a, q in enumerate(qs):
                             if q is not None and q >= expected - tol and not (best_bits >> a) & 1:
                                 report.value_errors.append(f"state {int(s):#x}: optimal action {a} not in best_actions")

@@ -356,3 +356,11 @@ def test_directory_layout_and_convert_give_the_same_datasets(all_tables, tmp_pat
     for path in (directory, tmp_path / "conv.h5"):
         assert verify_table(path, samples=200, progress=False).ok
     assert solver_main(["convert", str(tmp_path / "conv.h5"), str(tmp_path / "again.h5"), "--quiet"]) == 2
+
+
+@pytest.mark.parametrize("case", CASES, ids=["-".join(c) for c in CASES])
+def test_verify_passes_on_every_v2_table(tables, case):
+    """Residuals within the value code's bound, best actions under the table's own tie rule."""
+    report = verify_table(tables[case], samples=2000, progress=False)
+    assert report.ok, report.value_errors[:3] + report.layer_errors[:3]
+    assert report.checked_states + report.checked_afterstates == 2000
