@@ -3,7 +3,7 @@
     python -m experiments.demo [--minutes 3] [--episodes 1000] [--out results]
 
 1. The exact 3x3 table: reused from the cache (``$SOLVED2048_HOME`` or ``~/.cache/solved2048``), else solved
-   there (about 14 s).  One greedy game on ``Solved2048-3x3`` shows the oracle pricing every move.
+   there (about 16 s).  One greedy game on ``Solved2048-3x3`` shows the oracle pricing every move.
 2. An n-tuple network trained by TD(0) for ``--minutes`` (``experiments.train_td``) -> ``OUT/td-3x3.npz``.
 3. The benchmark (``experiments.benchmark``, protocol in docs/benchmark.md) on random, greedy, expectimax:2 (the
    heuristic), td and expectimax:2 on the td network: ``OUT/3x3/benchmark.{md,csv,json}``, ``gap-by-age.png``.

@@ -1,7 +1,7 @@
 """``OracleWrapper``: the oracle's view of every step in ``info``; and the factory behind ``Solved2048-*`` ids.
 
 ``gym.make("Solved2048-3x3")`` (and ``-2x2``) builds the exact table into the cache directory on first use
-(about 14 s and 116 MB for 3x3) and wraps the env, unless made with ``oracle=False``; ``"Solved2048-4x3"`` is
+(about 16 s and 116 MB for 3x3) and wraps the env, unless made with ``oracle=False``; ``"Solved2048-4x3"`` is
 wrapped only when given ``oracle_table=PATH`` (its table does not build here).  The registration in ``env2048``
 names this factory by string, so ``env2048`` never imports the oracle.
 """
