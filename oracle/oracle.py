@@ -138,7 +138,7 @@ class Oracle:
         :data:`DEFAULT_MEMORY_LIMIT`)."""
         table = Table(path)
         try:
-            missing = table.missing_ages() if hasattr(table, "missing_ages") else []
+            missing = table.missing_ages()
             if missing:
                 raise TableError(f"{path}: ages {missing[:5]} are in the index but missing from the table "
                                  f"({len(missing)} in all)")  # fmt: skip

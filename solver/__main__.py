@@ -26,6 +26,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from env2048 import board as B
 
 from .build import build, set_threads
+from .common import table_bytes
 from .convert import convert_table
 from .forward import run_forward
 from .spec import SPAWN_MODELS, SolveSpec
@@ -107,7 +108,7 @@ def format_fields(t) -> dict:
     a = t.attrs
     n = max(1, int(a["afterstates"]))
     version = int(a["format_version"])
-    size = sum(p.stat().st_size for p in t.path.rglob("*") if p.is_file()) if t.path.is_dir() else t.path.stat().st_size
+    size = table_bytes(t.path)
     out = {"format_version": version, "layout": a.get("layout", "file"), "bytes": int(size),
            "bits_per_afterstate_on_disk": 8.0 * size / n}  # fmt: skip
     if version == 1:

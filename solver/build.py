@@ -275,10 +275,8 @@ def build(
             if values_words is None:
                 coded = CodedLayer.encode(by_age[age], spec, upper, lower, low_bits, a_values, value_code)
             else:
-                universe = codec.boards_of_age(spec.rows, spec.cols, age)
-                coded = CodedLayer(age, by_age[age].terminal, by_age[age].afterstates, universe, low_bits,
-                                   codec.upper_bits_for(by_age[age].afterstates, universe, low_bits), upper, lower,
-                                   values_words, value_code, code["value_bits"], code["value_base"])  # fmt: skip
+                coded = CodedLayer.from_codes(by_age[age], spec, upper, lower, low_bits, values_words, value_code,
+                                              code["value_bits"], code["value_base"])  # fmt: skip
             table.write_age(coded, states, s_values)
             return coded
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import h5py
 import numpy as np
 
+from env2048 import board as B
 from env2048.tables import board_tables
 
 from .kernels import TIE_TOLERANCE
@@ -64,6 +66,11 @@ class TableReader:
         g = self.file["start"]
         return g["ids"][...], g["probs"][...], g["values"][...]
 
+    def missing_ages(self) -> list[int]:
+        """Ages of the index whose group is not in the file (a damaged table)."""
+        present = set(self.file["ages"]) if "ages" in self.file else set()
+        return [int(a) for a in self.ages if f"{int(a):06d}" not in present]
+
 
 def sha256_of(array: np.ndarray) -> str:
     """Hex SHA-256 of an array's raw little-endian bytes in C order."""
@@ -110,6 +117,43 @@ def root_attributes(spec: SolveSpec, counts: list[AgeCount], start_probs, start_
         "max_age": int(ages.max()) if ages.size else 0,
         "start_value": float(np.dot(start_probs, start_values)),
     }
+
+
+class StartValues:
+    """The start states' values, collected while a writer stores ages (every writer needs them for ``/start``).
+
+    ``ids``: the canonical start states (``uint64[m]``, sorted); ``values`` fills in as ages arrive."""
+
+    def __init__(self, spec: SolveSpec, ids: np.ndarray):
+        self.ids = ids
+        self.values = np.full(ids.size, np.nan)
+        self._by_age: dict[int, list[int]] = {}
+        for i, sid in enumerate(ids):
+            self._by_age.setdefault(int(B.age(sid, spec.rows, spec.cols)), []).append(i)
+
+    def needs(self, age: int) -> bool:
+        """Whether ``age`` holds start states (its writer must then pass that age's states and values)."""
+        return int(age) in self._by_age
+
+    def take(self, age: int, states: np.ndarray, state_values: np.ndarray) -> None:
+        """Record the values of the start states of ``age`` from its sorted states and their values."""
+        for i in self._by_age.get(int(age), []):
+            k = int(np.searchsorted(states, self.ids[i]))
+            if k >= states.size or states[k] != self.ids[i]:
+                raise RuntimeError(f"start state {int(self.ids[i]):#x} is missing from its age layer")
+            self.values[i] = state_values[k]
+
+    @property
+    def complete(self) -> bool:
+        return not np.isnan(self.values).any()
+
+
+def table_bytes(path) -> int:
+    """Size on disk of a table file, or of every file of a table directory."""
+    path = Path(path)
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return path.stat().st_size
 
 
 def tie_tolerance(attrs: dict) -> tuple[float, float]:

@@ -9,7 +9,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from . import codec
-from .common import TableError
+from .common import TableError, table_bytes
 from .store import Table
 from .table_v2 import CodedLayer, TableWriterV2, encode_afterstates
 
@@ -43,6 +43,5 @@ def convert_table(src: str | os.PathLike, out: str | os.PathLike, layout: str = 
         except BaseException:
             writer.abort()
             raise
-    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) if out.is_dir() else out.stat().st_size
-    return {"src_bytes": src.stat().st_size, "out_bytes": size, "max_relative_error": worst_rel,
+    return {"src_bytes": table_bytes(src), "out_bytes": table_bytes(out), "max_relative_error": worst_rel,
             "max_absolute_error": worst_abs}  # fmt: skip

@@ -13,11 +13,10 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from env2048 import board as B
-
 from .common import (
     LAYER_DATASETS,
     SOLVER_VERSION,
+    StartValues,
     TableError,
     TableReader,
     age_group,
@@ -47,11 +46,8 @@ class TableWriterV1:
         self.out = Path(out)
         self.partial = self.out.with_name(self.out.name + ".partial")
         self.spec = spec
-        self.start_ids, self.start_probs = start_ids, start_probs
-        self.start_values = np.full(start_ids.size, np.nan)
-        self._start_ages = {}
-        for i, sid in enumerate(start_ids):
-            self._start_ages.setdefault(B.age(sid, spec.rows, spec.cols), []).append(i)
+        self.start_probs = start_probs
+        self.starts = StartValues(spec, start_ids)
         self.file = h5py.File(self.partial, "w")
 
     def write_age(self, count: AgeCount, layer: dict[str, np.ndarray]) -> None:
@@ -61,22 +57,17 @@ class TableWriterV1:
         g.attrs["terminal"] = count.terminal
         for name in LAYER_DATASETS:
             put_dataset(g, name, layer[name])
-        states = layer["states"]
-        for i in self._start_ages.get(count.age, []):
-            k = int(np.searchsorted(states, self.start_ids[i]))
-            if k >= states.size or states[k] != self.start_ids[i]:
-                raise RuntimeError(f"start state {int(self.start_ids[i]):#x} is missing from its age layer")
-            self.start_values[i] = layer["state_values"][k]
+        self.starts.take(count.age, layer["states"], layer["state_values"])
 
     def finish(self, counts: list[AgeCount]) -> dict:
         """Write the index, start states and root attributes, close and rename; returns the attributes."""
         f, spec = self.file, self.spec
         missing = [c.age for c in counts if age_group(c.age) not in f]
-        if missing or np.isnan(self.start_values).any():
+        if missing or not self.starts.complete:
             raise RuntimeError(f"table is incomplete: ages {missing[:5]} were never written")
-        write_index_and_start(f, counts, self.start_ids, self.start_probs, self.start_values)
+        write_index_and_start(f, counts, self.starts.ids, self.start_probs, self.starts.values)
         attrs = {"format_version": FORMAT_VERSION,
-                 **root_attributes(spec, counts, self.start_probs, self.start_values)}  # fmt: skip
+                 **root_attributes(spec, counts, self.start_probs, self.starts.values)}  # fmt: skip
         f.attrs.update(attrs)
         f.attrs["complete"] = True
         f.close()

@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import mmap
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import h5py
 import numpy as np
 
-from env2048 import board as B
-
 from . import codec
 from .common import (
     LAYER_DATASETS,
     SOLVER_VERSION,
+    StartValues,
     TableError,
     TableReader,
     age_group,
@@ -67,11 +65,18 @@ class CodedLayer:
 
     @classmethod
     def encode(cls, count: AgeCount, spec: SolveSpec, upper, lower, low_bits, values: np.ndarray, value_code: str):
+        """An age from its coded IDs and its float64 values (coded here)."""
         words, width, base = codec.encode_values(values, value_code)
+        return cls.from_codes(count, spec, upper, lower, low_bits, words, value_code, width, base)
+
+    @classmethod
+    def from_codes(cls, count: AgeCount, spec: SolveSpec, upper, lower, low_bits, words, value_code: str,
+                   value_bits: int, value_base: int):  # fmt: skip
+        """An age from its coded IDs and its already coded values."""
         universe = codec.boards_of_age(spec.rows, spec.cols, count.age)
         return cls(count.age, count.terminal, count.afterstates, universe, low_bits,
                    codec.upper_bits_for(count.afterstates, universe, low_bits), upper, lower, words, value_code,
-                   width, base)  # fmt: skip
+                   value_bits, value_base)  # fmt: skip
 
     def afterstates(self, spec: SolveSpec) -> np.ndarray:
         """Sorted canonical afterstate IDs, ``uint64[n]``."""
@@ -124,11 +129,8 @@ class TableWriterV2:
         self.layout = layout
         self.spec = spec
         self.value_code = codec.value_code_for(spec.objective)
-        self.start_ids, self.start_probs = start_ids, start_probs
-        self.start_values = np.full(start_ids.size, np.nan)
-        self._start_ages: dict[int, list[int]] = {}
-        for i, sid in enumerate(start_ids):
-            self._start_ages.setdefault(int(B.age(sid, spec.rows, spec.cols)), []).append(i)
+        self.start_probs = start_probs
+        self.starts = StartValues(spec, start_ids)
         self.id_bytes = self.value_bytes = 0
         self.written: set[int] = set()
         if layout == "file":
@@ -144,11 +146,7 @@ class TableWriterV2:
 
     def write_age(self, layer: CodedLayer, states: np.ndarray, state_values: np.ndarray) -> None:
         """Store one coded age; ``states`` / ``state_values`` (sorted, float64) give the start states' values."""
-        for i in self._start_ages.get(layer.age, []):
-            k = int(np.searchsorted(states, self.start_ids[i]))
-            if k >= states.size or states[k] != self.start_ids[i]:
-                raise RuntimeError(f"start state {int(self.start_ids[i]):#x} is missing from its age layer")
-            self.start_values[i] = state_values[k]
+        self.starts.take(layer.age, states, state_values)
         if self.file is not None:
             layer.write(self.file)
         else:
@@ -164,10 +162,10 @@ class TableWriterV2:
     def finish(self, counts: list[AgeCount]) -> dict:
         """Write the index, start states and root attributes, close and rename; returns the attributes."""
         missing = [c.age for c in counts if c.age not in self.written]
-        if missing or np.isnan(self.start_values).any():
+        if missing or not self.starts.complete:
             raise RuntimeError(f"table is incomplete: ages {missing[:5]} were never written")
         f = self.file if self.file is not None else new_h5(self.partial)
-        attrs = root_attributes(self.spec, counts, self.start_probs, self.start_values)
+        attrs = root_attributes(self.spec, counts, self.start_probs, self.starts.values)
         n_after = max(1, attrs["afterstates"])
         rel, absolute = codec.value_error_bound(self.value_code)
         attrs.update({
@@ -183,7 +181,7 @@ class TableWriterV2:
             "bits_per_afterstate_id": 8.0 * self.id_bytes / n_after,
             "bits_per_afterstate_value": 8.0 * self.value_bytes / n_after,
         })  # fmt: skip
-        write_index_and_start(f, counts, self.start_ids, self.start_probs, self.start_values)
+        write_index_and_start(f, counts, self.starts.ids, self.start_probs, self.starts.values)
         f.attrs.update(attrs)
         f.attrs["complete"] = True
         f.close()
@@ -389,16 +387,7 @@ class TableV2(TableReader):
         """Ages of the index with no group (one file) or no age file (directory; files are not opened)."""
         if self.directory:
             return [int(a) for a in self.ages if not self.age_file(int(a)).exists()]
-        present = set(self.file["ages"]) if "ages" in self.file else set()
-        return [int(a) for a in self.ages if f"{int(a):06d}" not in present]
-
-
-def remove_table(path: Path) -> None:
-    """Delete a table file or directory."""
-    if path.is_dir():
-        shutil.rmtree(path)
-    else:
-        path.unlink(missing_ok=True)
+        return super().missing_ages()
 
 
 __all__ = ["FORMAT_VERSION", "CodedLayer", "MappedFile", "TableV2", "TableWriterV2", "encode_afterstates",

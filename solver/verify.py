@@ -64,10 +64,9 @@ def verify_table(path, samples: int = 1000, seed: int = 0, progress: bool = True
         spec = table.spec
         rows, cols = spec.rows, spec.cols
         report.bad_checksums = table.bad_checksums()
-        if hasattr(table, "missing_ages"):
-            report.layer_errors += [f"age {a} is in the index but missing from the table" for a in table.missing_ages()]
-            if report.layer_errors:
-                return report
+        report.layer_errors += [f"age {a} is in the index but missing from the table" for a in table.missing_ages()]
+        if report.layer_errors:
+            return report
         rel_tol, abs_tol = residual_tolerance(table.attrs)
         tie_rel, tie_abs = tie_tolerance(table.attrs)  # best actions: ties as the table defines them
 
