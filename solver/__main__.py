@@ -5,6 +5,7 @@ Examples::
     python -m solver build --board 3x3 --out tables/3x3.h5
     python -m solver build --board 2x2 --objective tile:5 --out tables/2x2-32.h5
     python -m solver build --board 4x3 --objective tile:7 --layout directory --out tables/4x3-128
+    python -m solver build --board 4x3 --objective tile:6 --backend ray --out tables/4x3-64
     python -m solver info tables/3x3.h5 --json
     python -m solver enumerate --board 4x3 --max-age 300 --json
     python -m solver verify tables/3x3.h5 --samples 2000
@@ -29,6 +30,7 @@ from .build import build, set_threads
 from .common import table_bytes
 from .convert import convert_table
 from .forward import run_forward
+from .ray_engine import RayUnavailable
 from .spec import SPAWN_MODELS, SolveSpec
 from .store import Table, TableError, board_text
 from .verify import verify_table
@@ -50,16 +52,37 @@ def _ages_json(counts) -> list[dict]:
 
 def cmd_build(args) -> int:
     spec = SolveSpec.parse(args.board, args.objective, args.p4, args.spawn)
-    report = build(spec, args.out, args.work_dir, args.threads, progress=not args.quiet, keep_work=args.keep_work,
-                   format_version=args.format, layout=args.layout)  # fmt: skip
+    if args.backend == "ray":
+        report = build_on_ray(spec, args)
+    else:
+        if args.address or args.shards or args.shard_min is not None:
+            raise ValueError("--address, --shards and --shard-min belong to --backend ray")
+        report = build(spec, args.out, args.work_dir, args.threads, progress=not args.quiet,
+                       keep_work=args.keep_work, format_version=args.format, layout=args.layout or "file")  # fmt: skip
     a = report.attrs
     print(
         f"{spec.describe()}: {a['states']:,} states, {a['afterstates']:,} afterstates "
         f"({a['terminal_states']:,} terminal), start value {a['start_value']:.12g}\n"
         f"forward {report.forward_s:.1f} s, backward {report.backward_s:.1f} s, write {report.write_s:.1f} s "
-        f"on {report.threads} threads -> {report.out}"
+        f"on {report.threads} {'shards' if args.backend == 'ray' else 'threads'} -> {report.out}"
     )
     return 0
+
+
+def build_on_ray(spec: SolveSpec, args):
+    """``build --backend ray``: a sharded build (:mod:`solver.sharded`) on the Ray cluster at ``--address``, or on
+    a private Ray started on this machine."""
+    if args.format != 2 or (args.layout or "directory") != "directory":
+        raise ValueError("the Ray backend writes format 2 tables as a directory (--format 2 --layout directory)")
+    if args.shards is not None and args.shards < 1:
+        raise ValueError(f"--shards must be at least 1, got {args.shards}")
+    from .ray_engine import RayEngine, ray_session
+    from .sharded import SHARD_MIN, build_sharded
+
+    with ray_session(args.address, num_cpus=args.threads):
+        return build_sharded(RayEngine(), spec, args.out, args.shards, args.work_dir, progress=not args.quiet,
+                             keep_work=args.keep_work,
+                             shard_min=SHARD_MIN if args.shard_min is None else args.shard_min)  # fmt: skip
 
 
 def cmd_info(args) -> int:
@@ -179,9 +202,29 @@ def main(argv=None) -> int:
     p.add_argument("--format", type=int, default=2, choices=(1, 2), help="table format (default 2, compact)")
     p.add_argument(
         "--layout",
-        default="file",
+        default=None,
         choices=("file", "directory"),
-        help="v2: one HDF5 file (default) or a directory of per-age files with a manifest",
+        help="v2: one HDF5 file (default for the local backend) or a directory of per-age files with a manifest "
+        "(default and only choice for --backend ray)",
+    )
+    p.add_argument(
+        "--backend",
+        default="local",
+        choices=("local", "ray"),
+        help="local (default: this process, all cores) or ray (shards as Ray tasks; extra 'distributed')",
+    )
+    p.add_argument(
+        "--address",
+        default=None,
+        help="ray: address of a running Ray cluster (default: start a private one on this machine)",
+    )
+    p.add_argument("--shards", type=int, default=None, help="ray: shards per large age (default: the cluster's CPUs)")
+    p.add_argument(
+        "--shard-min",
+        type=int,
+        default=None,
+        help="ray: cut an age into shards when the age six below has at least this many afterstates "
+        "(default 262144; smaller ages run whole in the driver; 0 cuts every age)",
     )
     p.set_defaults(fn=cmd_build)
 
@@ -213,7 +256,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.fn(args)
-    except (ValueError, TableError, WorkDirMismatch, FileNotFoundError) as exc:
+    except (ValueError, TableError, WorkDirMismatch, FileNotFoundError, RayUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

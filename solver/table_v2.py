@@ -150,14 +150,14 @@ class TableWriterV2:
         if self.file is not None:
             layer.write(self.file)
         else:
-            final = self.out / "ages" / f"{layer.age:06d}.h5"
-            tmp = final.with_name(final.name + ".partial")
-            with new_h5(tmp) as f:
-                layer.write(f)
-            os.replace(tmp, final)
-        self.id_bytes += layer.id_bytes
-        self.value_bytes += layer.values.nbytes
-        self.written.add(layer.age)
+            write_age_file(self.out, layer)
+        self.record_written(layer.age, layer.id_bytes, layer.values.nbytes)
+
+    def record_written(self, age: int, id_bytes: int, value_bytes: int) -> None:
+        """Count an age written into the directory by someone else (:func:`write_age_file` on a worker)."""
+        self.id_bytes += int(id_bytes)
+        self.value_bytes += int(value_bytes)
+        self.written.add(int(age))
 
     def finish(self, counts: list[AgeCount]) -> dict:
         """Write the index, start states and root attributes, close and rename; returns the attributes."""
@@ -195,6 +195,17 @@ class TableWriterV2:
         finally:
             if self.layout == "file":
                 self.partial.unlink(missing_ok=True)
+
+
+def write_age_file(directory: Path, layer: CodedLayer) -> Path:
+    """Write one age of a directory table, ``DIR/ages/{age:06d}.h5``, under a temporary name then renamed into
+    place (so a file present under its final name is complete); returns its path."""
+    final = Path(directory) / "ages" / f"{layer.age:06d}.h5"
+    tmp = final.with_name(f"{final.name}.{os.getpid()}.partial")
+    with new_h5(tmp) as f:
+        layer.write(f)
+    os.replace(tmp, final)
+    return final
 
 
 def write_index_and_start(f: h5py.File, counts, start_ids, start_probs, start_values) -> None:
@@ -370,6 +381,11 @@ class TableV2(TableReader):
                 f.visititems(lambda name, obj, f=f: found.append((f"{Path(f.filename).name}:{name}", obj))
                              if isinstance(obj, h5py.Dataset) else None)  # fmt: skip
         return found
+
+    def stored_checksums(self) -> dict[str, str]:
+        """``{dataset name in its file: sha256 attribute}`` of every dataset, the same names for both layouts
+        (``index/ages``, ``ages/000004/values``, ...): two tables hold the same data iff these are equal."""
+        return {name.split(":")[-1]: str(ds.attrs.get("sha256")) for name, ds in self.datasets()}
 
     def bad_checksums(self) -> list[str]:
         bad = []

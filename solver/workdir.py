@@ -58,15 +58,24 @@ class WorkDirMismatch(RuntimeError):
 class WorkDir:
     """A build's work directory (created if missing); see the module docstring for its layout."""
 
-    def __init__(self, path: str | os.PathLike, spec: SolveSpec, solver_version: str):
+    def __init__(self, path: str | os.PathLike, spec: SolveSpec, solver_version: str, layout: dict | None = None):
+        """``layout``: how the build cuts its work (e.g. ``{"backend": "ray", "shards": 8}``); a directory
+        written with another layout is refused, since its files would not fit together."""
         self.path = Path(path)
         self.spec = spec
         (self.path / "forward").mkdir(parents=True, exist_ok=True)
         (self.path / "backward").mkdir(parents=True, exist_ok=True)
         manifest = self.path / MANIFEST
         header = {"spec": spec.as_dict(), "solver_version": solver_version}
+        if layout:
+            header["layout"] = layout
         if manifest.exists():
             found = json.loads(manifest.read_text())
+            if found.get("layout") != header.get("layout"):
+                raise WorkDirMismatch(
+                    f"work directory {self.path} was written by a build cut as {found.get('layout') or 'one process'}"
+                    f", not {header.get('layout') or 'one process'}; resume it the same way, or remove it"
+                )
             if found.get("spec") != header["spec"]:
                 raise WorkDirMismatch(
                     f"work directory {self.path} holds a different solve ({found.get('spec')}), not "
@@ -82,6 +91,7 @@ class WorkDir:
             tmp.write_text(json.dumps(header, indent=1))
             os.replace(tmp, manifest)
         self._forward: list[AgeCount] = []
+        self._forward_shards: dict[int, list[int]] = {}
         self._forward_complete = False
         self._backward: dict[int, dict] = {}
         self._read_journal()
@@ -103,6 +113,8 @@ class WorkDir:
             entry = json.loads(line)
             if "forward" in entry:
                 self._forward.append(AgeCount(**entry["forward"]))
+                if "shards" in entry:
+                    self._forward_shards[self._forward[-1].age] = entry["shards"]
             elif "backward" in entry:
                 self._backward[int(entry["backward"])] = entry.get("code", {})
             elif entry.get("forward_complete"):
@@ -136,8 +148,17 @@ class WorkDir:
         """What the journal recorded with a solved age (the value code's ``value_bits`` and ``value_base``)."""
         return dict(self._backward[int(age)])
 
-    def record_forward(self, count: AgeCount) -> None:
-        self._append({"forward": asdict(count)})
+    def shard_sizes(self, age: int) -> dict[str, list[int]]:
+        """``{"states": [...], "afterstates": [...]}``: the counts per shard of a forward age recorded by a
+        sharded build."""
+        return {kind: list(sizes) for kind, sizes in self._forward_shards[int(age)].items()}
+
+    def record_forward(self, count: AgeCount, shard_sizes: dict[str, list[int]] | None = None) -> None:
+        entry = {"forward": asdict(count)}
+        if shard_sizes is not None:
+            entry["shards"] = {kind: [int(n) for n in sizes] for kind, sizes in shard_sizes.items()}
+            self._forward_shards[count.age] = entry["shards"]
+        self._append(entry)
         self._forward.append(count)
 
     def finish_forward(self) -> None:
@@ -150,14 +171,10 @@ class WorkDir:
 
     # -- arrays ---------------------------------------------------------------------------------------------
     def _file(self, stage: str, age: int, name: str) -> Path:
-        return self.path / stage / f"{age:06d}.{name}.npy"
+        return work_file(self.path, stage, age, name)
 
     def save(self, stage: str, age: int, name: str, array: np.ndarray) -> None:
-        final = self._file(stage, age, name)
-        tmp = final.with_suffix(".tmp")
-        with open(tmp, "wb") as fh:
-            np.save(fh, array, allow_pickle=False)
-        os.replace(tmp, final)
+        save_array(self._file(stage, age, name), array)
 
     def discard(self, stage: str, age: int, name: str) -> None:
         self._file(stage, age, name).unlink(missing_ok=True)
@@ -166,8 +183,24 @@ class WorkDir:
         return self._file(stage, age, name).exists()
 
     def load(self, stage: str, age: int, name: str) -> np.ndarray:
-        path = self._file(stage, age, name)
-        if not path.exists():
-            raise FileNotFoundError(f"{path} is missing from the work directory (it was recorded as finished)")
-        with _NPY_HEADER_LOCK:
-            return np.load(path, allow_pickle=False)
+        return load_array(self._file(stage, age, name))
+
+
+def work_file(root: Path, stage: str, age: int, name: str) -> Path:
+    """Path of one array of a work directory (``stage`` is ``forward`` or ``backward``)."""
+    return Path(root) / stage / f"{age:06d}.{name}.npy"
+
+
+def save_array(path: Path, array: np.ndarray) -> None:
+    """Write ``array`` as ``.npy`` under a temporary name, then rename it into place (atomic)."""
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        np.save(fh, array, allow_pickle=False)
+    os.replace(tmp, path)
+
+
+def load_array(path: Path) -> np.ndarray:
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing from the work directory (it was recorded as finished)")
+    with _NPY_HEADER_LOCK:
+        return np.load(path, allow_pickle=False)

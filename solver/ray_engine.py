@@ -1,0 +1,127 @@
+"""Ray as the engine of a sharded build (:mod:`solver.sharded`): each shard's step is a Ray task, outputs travel
+between tasks through Ray's object store, and Ray retries a task whose worker died.
+
+Ray is an optional dependency (``pip install -e ".[distributed]"``); nothing else in the package imports it.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+
+#: Fault injection for the tests: ``NAME:SKIP:DIR`` makes the worker running the ``SKIP``-th (from 0) call of the
+#: task function ``NAME`` exit abruptly, once; ``DIR`` holds the markers that count calls across workers.
+KILL_ENV = "SOLVED2048_KILL_TASK_ONCE"
+#: Attempts Ray makes after a task's worker dies (application errors are not retried: they would fail again).
+MAX_RETRIES = 3
+
+
+class RayUnavailable(RuntimeError):
+    """Ray is not installed."""
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError as exc:
+        raise RayUnavailable(
+            "the Ray backend needs Ray: install the 'distributed' extra (pip install -e '.[distributed]')"
+        ) from exc
+    return ray
+
+
+def _maybe_die(name: str) -> None:
+    plan = os.environ.get(KILL_ENV)
+    if not plan:
+        return
+    target, skip, marker_dir = plan.split(":", 2)
+    if target != name:
+        return
+    for i in range(int(skip) + 1):
+        try:
+            fd = os.open(os.path.join(marker_dir, f"{name}.{i}"), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        if i == int(skip):
+            os._exit(1)  # the worker process dies as if killed: no exception reaches Ray
+        return
+
+
+def _call(fn, threads: int, *args):
+    """Runs one task function in a worker: ``threads`` numba threads (0: all of the node's cores), one output
+    unpacked from its tuple."""
+    import numba
+
+    threads = threads or numba.config.NUMBA_NUM_THREADS
+    if numba.get_num_threads() != threads:
+        numba.set_num_threads(threads)
+    _maybe_die(fn.__name__)
+    out = fn(*args)
+    return out[0] if len(out) == 1 else out
+
+
+class RayEngine:
+    """Submits task functions to the Ray cluster this process is connected to (see :func:`ray_session`)."""
+
+    name = "ray"
+
+    def __init__(self, threads_per_task: int = 1):
+        self.ray = import_ray()
+        if not self.ray.is_initialized():
+            raise RuntimeError("Ray is not initialised: use solver.ray_engine.ray_session() or ray.init() first")
+        self.threads = int(threads_per_task)
+        self._remote = self.ray.remote(num_cpus=self.threads, max_retries=MAX_RETRIES, retry_exceptions=False)(_call)
+
+    def submit(self, fn, *args, num_returns: int = 1, whole: bool = False) -> list:
+        """Run ``fn(*args)`` as a Ray task with ``num_returns`` outputs (object references).  ``whole``: a step of
+        an age held by one shard, which the driver waits on alone: it runs here, in the driver, on all cores (a
+        task would add Ray's per-task latency to every small age), and its outputs are arrays."""
+        if whole:
+            import numba
+
+            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+            return list(fn(*[self.get(a) if isinstance(a, self.ray.ObjectRef) else a for a in args]))
+        refs = self._remote.options(num_returns=num_returns, name=fn.__name__).remote(fn, self.threads, *args)
+        return list(refs) if num_returns > 1 else [refs]
+
+    def get(self, refs):
+        """Values of object references (lists of them too); anything else is returned as it is."""
+        if isinstance(refs, list):
+            return [self.get(r) for r in refs]
+        return self.ray.get(refs) if isinstance(refs, self.ray.ObjectRef) else refs
+
+    def ready(self, ref) -> bool:
+        return not isinstance(ref, self.ray.ObjectRef) or bool(self.ray.wait([ref], timeout=0)[0])
+
+    def cpus(self) -> int:
+        return max(1, int(self.ray.cluster_resources().get("CPU", 1)) // self.threads)
+
+
+def private_ray_environment() -> None:
+    """Environment for a Ray whose processes all run on this machine: no usage statistics, and every process on
+    the loopback address (Ray otherwise swaps 127.0.0.1 for the machine's network address, unless told that no
+    other machine will join: that is what ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` says, on any system)."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+
+@contextmanager
+def ray_session(address: str | None = None, num_cpus: int | None = None):
+    """Connect to the Ray cluster at ``address``, or start a private one on this machine (``num_cpus``, default
+    all cores; bound to 127.0.0.1, no dashboard, no usage statistics) and shut it down on exit.  An already
+    initialised Ray is used as it is and left running."""
+    ray = import_ray()
+    if ray.is_initialized():
+        yield ray
+        return
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if address:
+        ray.init(address=address, log_to_driver=False)
+    else:
+        private_ray_environment()
+        ray.init(num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()

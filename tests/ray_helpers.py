@@ -1,0 +1,35 @@
+"""Shared by the Ray tests: reference tables of the one-process build and checksum comparison."""
+
+from __future__ import annotations
+
+import pytest
+
+from solver.build import build
+from solver.ray_engine import private_ray_environment
+from solver.spec import SolveSpec
+from solver.store import Table
+
+private_ray_environment()  # before any Ray process starts: loopback only, no usage statistics
+
+#: What the Ray tests build; "3x3 to 256" is the 3x3 game with the objective of making a 256.
+SPECS = {
+    "2x3": SolveSpec.parse("2x3", "score", 0.1, "random"),
+    "2x4": SolveSpec.parse("2x4", "score", 0.1, "random"),
+    "3x3-256": SolveSpec.parse("3x3", "tile:8", 0.1, "random"),
+}
+
+
+def require_ray():
+    return pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[distributed]' (make test does)")
+
+
+def checksums(path) -> dict[str, str]:
+    with Table(path) as t:
+        return t.stored_checksums()
+
+
+def local_reference(root, name: str):
+    path = root / f"local-{name}"
+    if not path.exists():
+        build(SPECS[name], path, progress=False, layout="directory")
+    return path

@@ -1,0 +1,80 @@
+"""The Ray backend on a private one-node Ray (127.0.0.1, 2 CPUs): tables bit-identical to the local build's for
+several shard counts, a build driven from the command line, and a clear error for a table file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from ray_helpers import SPECS, checksums, local_reference, require_ray
+
+from solver.sharded import build_sharded
+
+require_ray()
+
+from solver.ray_engine import RayEngine, ray_session  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    with ray_session(num_cpus=2) as ray:
+        yield ray
+
+
+@pytest.fixture(scope="module")
+def references(tmp_path_factory):
+    root = tmp_path_factory.mktemp("reference")
+    return {name: local_reference(root, name) for name in SPECS}
+
+
+#: (table, shards, shard_min): shard_min=0 cuts every age from the fourth on; 2x4's largest ages have 12,807
+#: afterstates and 3x3-to-256's 31,844, so the others cut about 60 and 80 of their largest ages.
+CASES = [("2x3", 2, 0), ("2x3", 3, 0), ("2x4", 3, 10_000), ("3x3-256", 2, 20_000)]
+
+
+@pytest.mark.parametrize(("name", "n_shards", "shard_min"), CASES)
+def test_ray_tables_are_identical_to_the_local_build(ray_local, references, tmp_path, name, n_shards, shard_min):
+    out = tmp_path / name
+    report = build_sharded(RayEngine(), SPECS[name], out, n_shards, progress=False, shard_min=shard_min)
+    assert checksums(out) == checksums(references[name])
+    assert report.threads == n_shards
+
+
+def test_every_shard_runs_as_a_ray_task(ray_local, tmp_path):
+    """With shard_min=0 every age from the fourth on is cut, so its steps must have gone through Ray."""
+    engine = RayEngine()
+    calls = []
+    submit = engine.submit
+
+    def counting(fn, *args, **kwargs):
+        calls.append((fn.__name__, kwargs.get("whole", False)))
+        return submit(fn, *args, **kwargs)
+
+    engine.submit = counting
+    build_sharded(engine, SPECS["2x3"], tmp_path / "t", 2, progress=False, shard_min=0)
+    on_ray = [name for name, whole in calls if not whole]
+    assert {"task_expand", "task_spawn", "task_children_requests", "task_move_requests", "task_lookup",
+            "task_afterstate_values", "task_state_values", "task_write"} <= set(on_ray)
+    assert len(on_ray) > 10 * len([1 for _, whole in calls if whole])
+
+
+def test_cli_builds_on_a_private_ray(references, tmp_path):
+    out = tmp_path / "cli"
+    run = subprocess.run([sys.executable, "-m", "solver", "build", "--board", "2x3", "--backend", "ray",
+                          "--shards", "2", "--shard-min", "0", "--threads", "2", "--quiet", "--out", str(out)],
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "on 2 shards" in run.stdout
+    assert checksums(out) == checksums(references["2x3"])
+
+
+def test_cli_refuses_a_table_file_on_ray(tmp_path):
+    args = ["--board", "2x2", "--backend", "ray", "--layout", "file", "--out", str(tmp_path / "t.h5")]
+    run = subprocess.run([sys.executable, "-m", "solver", "build", *args], capture_output=True, text=True)
+    assert run.returncode == 2
+    assert "--layout directory" in run.stderr
+    run = subprocess.run([sys.executable, "-m", "solver", "build", "--board", "2x2", "--shards", "2",
+                          "--out", str(tmp_path / "t.h5")], capture_output=True, text=True)  # fmt: skip
+    assert run.returncode == 2
+    assert "--backend ray" in run.stderr
