@@ -41,6 +41,7 @@ class VerifyReport:
     value_errors: list[str] = field(default_factory=list)
     checked_states: int = 0
     checked_afterstates: int = 0
+    checked_ages: int = 0
     max_residual: float = 0.0
 
     @property
@@ -58,7 +59,11 @@ def _aggregate(spawn: str, p4: float, v2: list[float], v4: list[float]) -> float
     return (1 - p4) * (pick(v2) if v2 else 0.0) + p4 * (pick(v4) if v4 else 0.0)
 
 
-def verify_table(path, samples: int = 1000, seed: int = 0, progress: bool = True) -> VerifyReport:
+def verify_table(path, samples: int = 1000, seed: int = 0, progress: bool = True, ages: int | None = None):
+    """Checksums of every dataset, the structure of each layer, Bellman residuals of ``samples`` random states
+    and afterstates, and the start values.  ``ages``: check the layers of only that many ages, drawn at random
+    in proportion to their size (and draw the samples from them), for tables too big to re-derive every age's
+    states (a v2 table stores afterstates only); default every age."""
     report = VerifyReport()
     with Table(path) as table:
         spec = table.spec
@@ -80,7 +85,15 @@ def verify_table(path, samples: int = 1000, seed: int = 0, progress: bool = True
                 raise KeyError(f"{what} {int(key):#x} is not in its layer")
             return float(values[k])
 
+        rng = np.random.default_rng(seed)
         counts = table.counts()
+        if ages is not None and ages < 1:
+            raise ValueError(f"ages must be at least 1, got {ages}")
+        if ages is not None and ages < len(counts):
+            weights = np.array([c.states + c.afterstates for c in counts], float)
+            chosen = rng.choice(len(counts), size=ages, replace=False, p=weights / weights.sum())
+            counts = [counts[int(i)] for i in sorted(chosen)]
+        report.checked_ages = len(counts)
         for c in counts:
             lay = table.layer(c.age, names=("states", "afterstates"))
             for name in ("states", "afterstates"):
@@ -92,10 +105,8 @@ def verify_table(path, samples: int = 1000, seed: int = 0, progress: bool = True
                 if ids.size and np.any(B.canonical(ids, rows, cols) != ids):
                     report.layer_errors.append(f"age {c.age}: some {name} are not canonical")
 
-        rng = np.random.default_rng(seed)
-        ages = np.array([c.age for c in counts])
         sizes = np.array([c.states + c.afterstates for c in counts], float)
-        picks = rng.choice(ages.size, size=samples, p=sizes / sizes.sum()) if samples and sizes.sum() else []
+        picks = rng.choice(len(counts), size=samples, p=sizes / sizes.sum()) if samples and sizes.sum() else []
         win = spec.win_exponent
         score = spec.objective == "score"
         for pick in tqdm(sorted(picks), desc="verify", disable=not progress, unit=" samples"):

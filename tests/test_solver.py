@@ -364,3 +364,18 @@ def test_verify_passes_on_every_v2_table(tables, case):
     report = verify_table(tables[case], samples=2000, progress=False)
     assert report.ok, report.value_errors[:3] + report.layer_errors[:3]
     assert report.checked_states + report.checked_afterstates == 2000
+
+
+def test_verify_on_sampled_ages(tables, capsys):
+    """``--ages K`` checks K ages drawn by size, and draws the residual samples from those ages only."""
+    path = tables["2x3", "score", "random"]
+    with Table(path) as t:
+        n_ages = len(t.counts())
+    report = verify_table(path, samples=500, progress=False, ages=5)
+    assert report.ok and report.checked_ages == 5 < n_ages
+    assert report.checked_states + report.checked_afterstates == 500
+    assert verify_table(path, samples=0, progress=False).checked_ages == n_ages
+    with pytest.raises(ValueError, match="at least 1"):
+        verify_table(path, samples=0, progress=False, ages=0)
+    assert solver_main(["verify", str(path), "--ages", "3", "--samples", "50", "--quiet"]) == 0
+    assert "(3 ages checked)" in capsys.readouterr().out
