@@ -12,8 +12,11 @@ Work directory (on storage every worker can reach; see :mod:`solver.workdir` for
     forward/{age:06d}.s{shard:04d}.ids_lower.npy
     forward/{age:06d}.s{shard:04d}.states_upper.npy  the shard's states, coded the same way
     forward/{age:06d}.s{shard:04d}.states_lower.npy
-    backward/{age:06d}.s{shard:04d}.state_values.npy the shard's float64 state values, kept for the two lowest
-                                                     solved ages (where a resumed pass starts) and the start ages
+    backward/{age:06d}.s{shard:04d}.state_values.npy the shard's float64 state values
+
+The backward pass deletes what no lower age reads (:meth:`ShardedBuild.discard_finished`): the work directory
+keeps the forward layers of the ages not yet solved, and the states and state values of the two lowest solved
+ages (where a resumed pass starts) and of the start ages.
 
 The table is a v2 directory whose age files the workers write (:func:`task_write`); the driver writes the
 manifest last.  Every value comes from the same kernels as in the one-process build, so the table's datasets
@@ -397,10 +400,7 @@ class ShardedBuild:
                 self.take_start_values(table, age, state_values[age])
             table.record_written(age, meta["id_bytes"], meta["value_bytes"])
             work.record_backward(age, meta)
-            old = age + 4  # ages below this one no longer need its state values
-            if old in counts and old not in self.start_ages:
-                for t in range(shards[old]):
-                    shard_file(self.work_path, "backward", old, t, "state_values").unlink(missing_ok=True)
+            self.discard_finished(age, shards)
             done_work += counts[age].states + counts[age].afterstates
             rate = done_work / max(time.perf_counter() - t0, 1e-9)
             bar.set_postfix_str(f"age {age}, {rate:,.0f} states+afterstates/s", refresh=False)
@@ -451,6 +451,19 @@ class ShardedBuild:
                 retire()
         finally:
             bar.close()
+
+    def discard_finished(self, age: int, shards: dict[int, int]) -> None:
+        """Once ``age`` is journalled, no age below it reads the afterstates of ``age`` nor the states and state
+        values of ``age + 4`` any more (start ages are kept: their start values are taken on resume), so the
+        work directory shrinks as the table grows."""
+        doomed = [("forward", age, name) for name in ("ids_upper", "ids_lower")]
+        if age + 4 in shards and age + 4 not in self.start_ages:
+            doomed += [("forward", age + 4, "states_upper"), ("forward", age + 4, "states_lower"),
+                       ("backward", age + 4, "state_values")]  # fmt: skip
+        for stage, a, name in doomed:
+            if a in shards:
+                for t in range(shards[a]):
+                    shard_file(self.work_path, stage, a, t, name).unlink(missing_ok=True)
 
     def take_start_values(self, table: TableWriterV2, age: int, value_refs) -> None:
         """The start states of ``age``: their values from the age's state values."""

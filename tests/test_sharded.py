@@ -3,6 +3,8 @@ to the one-process build for any number of shards, resuming after an interruptio
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -73,19 +75,25 @@ def test_sharded_tables_are_identical_to_the_local_build(local_tables, tmp_path,
         assert not (tmp_path / (out.name + ".work")).exists()  # removed after success
 
 
-def test_shard_min_cuts_only_large_ages(local_tables, tmp_path):
+def test_shard_min_cuts_only_large_ages_and_the_work_directory_shrinks(local_tables, tmp_path):
     spec = SolveSpec.parse("2x3", "score", 0.1, "random")
     work = tmp_path / "t.work"
-    build_sharded(InProcess(), spec, tmp_path / "t", 3, work_dir=work, progress=False, shard_min=300,
+    build_sharded(InProcess(), spec, tmp_path / "t", 3, work_dir=work, progress=False, shard_min=150,
                   keep_work=True)  # fmt: skip
-    whole = list((work / "forward").glob("*.s0000.ids_upper.npy"))
-    cut = list((work / "forward").glob("*.s0002.ids_upper.npy"))
-    assert 0 < len(cut) < len(whole)
+    shards = {}
+    for line in (work / "journal.jsonl").read_text().splitlines():
+        entry = json.loads(line)
+        if "shards" in entry:
+            shards[entry["forward"]["age"]] = len(entry["shards"]["afterstates"])
     with Table(tmp_path / "t") as t:
         counts = {c.age: c for c in t.counts()}
-    for path in cut:  # an age is cut when the age six below it has at least shard_min afterstates
-        age = int(path.name.split(".")[0])
-        assert counts[age - 6].afterstates >= 300
+    assert set(shards.values()) == {1, 3}
+    for age, n in shards.items():  # cut when the age six below has at least shard_min afterstates
+        below = counts.get(age - 6)
+        assert n == (3 if below is not None and below.afterstates >= 150 else 1)
+    # after success only the start ages' forward layers and state values are left (they serve a resume)
+    left = {int(p.name.split(".")[0]) for p in work.rglob("*.npy")}
+    assert left == {int(a) for a in np.unique([c.age for c in counts.values() if c.age <= 8])}
     assert checksums(tmp_path / "t") == checksums(local_tables[spec])
 
 
@@ -103,10 +111,10 @@ class Interrupting(InProcess):
 
 
 @pytest.mark.parametrize(("stop", "shard_min"), [(5, 0), (300, 0), (492, 0), (700, 0), (1500, 0), (2300, 0),
-                                               (60, 300), (200, 300)])  # fmt: skip
+                                               (60, 150), (200, 150)])  # fmt: skip
 def test_interrupted_build_resumes_to_the_same_table(local_tables, tmp_path, stop, shard_min):
-    """2x3 cut in two: about 490 task submissions in the forward pass, 1,830 in the backward pass (125 and 125
-    with shard_min=300)."""
+    """2x3 cut in two: about 490 task submissions in the forward pass and 1,830 in the backward pass with
+    shard_min=0, fewer with 150 (small ages run whole)."""
     spec = SolveSpec.parse("2x3", "score", 0.1, "random")
     out, work = tmp_path / "t", tmp_path / "t.work"
     with pytest.raises(KeyboardInterrupt):
