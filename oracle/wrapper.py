@@ -14,6 +14,7 @@ import gymnasium as gym
 import numpy as np
 
 from env2048.env import Game2048Env
+from solver.common import TableError
 
 from .oracle import BUILDABLE, TOO_BIG, Oracle
 
@@ -63,10 +64,21 @@ class OracleWrapper(gym.Wrapper):
 
 
 def shared_oracle(board: str, p4: float = 0.1, table=None, objective: str = "score") -> Oracle:
-    """One oracle per (board, p4, table, objective) per process (its open layers are shared)."""
+    """One oracle per (board, p4, table, objective) per process (its open layers are shared).  A ``table`` given
+    by path may solve any objective (the score, or a capped ``tile:K`` game) of this board's game: same shape,
+    same p4, random spawns."""
     key = (board, float(p4), None if table is None else str(table), objective)
     if key not in _ORACLES:
-        _ORACLES[key] = Oracle.for_board(board, objective, p4, table=table)
+        if table is None:
+            _ORACLES[key] = Oracle.for_board(board, objective, p4)
+        else:
+            oracle = Oracle.open(table)
+            spec = oracle.spec
+            if spec.board != board or spec.p4 != float(p4) or spec.spawn != "random":
+                oracle.close()
+                raise TableError(f"{table} solves {spec.describe()}, not the game of this env ({board}, random "
+                                 f"spawns, p4={float(p4):g})")  # fmt: skip
+            _ORACLES[key] = oracle
     return _ORACLES[key]
 
 

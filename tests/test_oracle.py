@@ -343,3 +343,29 @@ def test_v1_and_v2_oracles_agree_on_3x3_samples(tmp_path):
     clear = np.where(legal & ~m1, top - q1, np.inf).min(axis=1) > 4.5 * rel * np.maximum(1.0, top[:, 0])
     np.testing.assert_array_equal(m1[clear], m2[clear])
     assert clear.mean() > 0.95  # measured: 97.2% of these samples are clear of near ties
+
+
+def test_4x3_directory_table_serves_the_gym_env_and_the_oracle_lazily(tmp_path):
+    """Solved2048-4x3 with oracle_table=DIR (a capped 4x3 game, P(16), small enough to build here): the env's
+    Q-values are the oracle's, and the oracle keeps only about memory_limit bytes of layers open."""
+    table = tmp_path / "4x3-16"
+    build(SolveSpec.parse("4x3", "tile:4"), table, layout="directory", progress=False)
+    oracle = Oracle.open(table, memory_limit=20_000)
+    assert oracle.resident_bytes == 0
+    env = gym.make("Solved2048-4x3", oracle_table=table)
+    obs, info = env.reset(seed=5)
+    steps = 0
+    while True:
+        board = env.unwrapped.board
+        np.testing.assert_array_equal(info["q_values"], oracle.q_values(board))
+        legal = np.flatnonzero(~np.isnan(info["q_values"]))
+        assert legal.size and 0.0 <= np.nanmax(info["q_values"]) <= 1.0  # probabilities of making 16
+        obs, reward, terminated, truncated, info = env.step(int(legal[steps % legal.size]))
+        steps += 1
+        if terminated or truncated:
+            break
+    assert steps > 5
+    largest = max(layer.nbytes for layer, _ in oracle._layers._open.values())
+    assert 0 < oracle.resident_bytes <= 20_000 + largest
+    with pytest.raises(TableError, match=r"solves 4x3 tile:4.*not the game of this env \(3x3"):
+        gym.make("Solved2048-3x3", oracle_table=table)
