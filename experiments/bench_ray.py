@@ -4,11 +4,11 @@
 
 Each build is the command a user runs (``python -m solver build ... --layout directory`` and the same with
 ``--backend ray --threads 2``, which starts a private Ray on this machine and stops it at the end), in its own
-process, numba caches warm (one untimed run of each first).  Local and Ray builds alternate; medians of
-``--repeats``.  Peak memory is the largest sum of the resident sizes over the command's process tree (the Ray
-daemons and workers included; object-store pages are counted in every process that maps them).  The tables'
-dataset checksums are compared.  The Ray wall time includes starting Ray; the build alone (forward + backward +
-write, as the command prints it) is reported too.
+process, numba caches warm (one untimed run of each first, unless ``--no-warmup``).  Local and Ray builds
+alternate; medians of ``--repeats``.  Peak memory is the largest sum of the resident sizes over the command's
+process tree (the Ray daemons and workers included; object-store pages are counted in every process that maps
+them).  The tables' dataset checksums are compared.  The Ray wall time includes starting Ray; the build alone
+(forward + backward + write, as the command prints it) is reported too.
 """
 
 from __future__ import annotations
@@ -66,10 +66,14 @@ def run_tree_measured(argv: list[str]) -> tuple[float, float, str]:
     return wall, peak[0] / 1e9, out
 
 
-def build_seconds(stdout: str) -> float:
-    """forward + backward + write seconds from the build command's summary line."""
+def phases(stdout: str) -> tuple[float, float, float]:
+    """``(forward, backward, write)`` seconds from the build command's summary line."""
     m = re.search(r"forward ([\d.]+) s, backward ([\d.]+) s, write ([\d.]+) s", stdout)
-    return sum(float(x) for x in m.groups())
+    return tuple(float(x) for x in m.groups())
+
+
+def build_seconds(stdout: str) -> float:
+    return sum(phases(stdout))
 
 
 def checksums(path) -> dict[str, str]:
@@ -84,6 +88,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--objective", default="score")
     parser.add_argument("--shards", type=int, default=2)
     parser.add_argument("--shard-min", type=int, default=None, help="the Ray build's --shard-min (default its own)")
+    parser.add_argument("--no-warmup", action="store_true", help="time the first run of each too (warm caches)")
     parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
     spec_args = ["--board", args.board, "--objective", args.objective, "--quiet", "--layout", "directory"]
@@ -93,7 +98,8 @@ def main(argv=None) -> dict:
     runs: dict[str, list[tuple[float, float, float]]] = {"local": [], "ray": []}
     with tempfile.TemporaryDirectory() as tmp:
         out = {"local": Path(tmp) / "local", "ray": Path(tmp) / "ray"}
-        for repeat in range(args.repeats + 1):
+        first = 1 if args.no_warmup else 0
+        for repeat in range(first, args.repeats + 1):
             for kind in ("local", "ray"):
                 shutil.rmtree(out[kind], ignore_errors=True)
                 os.sync()
@@ -101,16 +107,19 @@ def main(argv=None) -> dict:
                     ["build", *spec_args, "--out", str(out[kind]), *(ray_args if kind == "ray" else [])]
                 )
                 if repeat:  # the first run of each warms the numba caches
-                    runs[kind].append((wall, build_seconds(stdout), peak))
+                    runs[kind].append((wall, build_seconds(stdout), peak, *phases(stdout)))
                     print(f"{kind:>5}: {wall:6.1f} s wall ({build_seconds(stdout):.1f} s building), peak {peak:.2f} GB",
                           flush=True)  # fmt: skip
         identical = checksums(out["local"]) == checksums(out["ray"])
-    med = {k: [statistics.median(r[i] for r in v) for i in range(3)] for k, v in runs.items()}
+        with Table(out["local"]) as t:
+            work = int(t.attrs["states"]) + int(t.attrs["afterstates"])
+    med = {k: [statistics.median(r[i] for r in v) for i in range(6)] for k, v in runs.items()}
     report = {
         "board": args.board, "objective": args.objective, "shards": args.shards, "shard_min": args.shard_min,
         "repeats": args.repeats, "cores": os.cpu_count(), "identical_checksums": identical,
-        "local": {"wall_s": med["local"][0], "build_s": med["local"][1], "peak_gb": med["local"][2]},
-        "ray": {"wall_s": med["ray"][0], "build_s": med["ray"][1], "peak_gb": med["ray"][2]},
+        "states_plus_afterstates": work,
+        **{kind: {"wall_s": m[0], "build_s": m[1], "peak_gb": m[2], "forward_s": m[3], "backward_s": m[4],
+                  "write_s": m[5]} for kind, m in med.items()},
         "ratio_wall": med["ray"][0] / med["local"][0], "ratio_build": med["ray"][1] / med["local"][1],
         "runs": runs,
     }  # fmt: skip

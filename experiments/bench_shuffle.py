@@ -25,6 +25,7 @@ import numpy as np
 from solver import sharded
 from solver.sharded import InProcess, build_sharded
 from solver.spec import SolveSpec
+from solver.store import Table
 
 #: Tasks whose outputs travel to other shards, and which of their outputs do.
 EXCHANGES = {
@@ -78,6 +79,8 @@ def main(argv=None) -> dict:
             t0 = time.perf_counter()
             result = build_sharded(engine, spec, Path(tmp) / "t", n, progress=False, shard_min=args.shard_min)
             wall = time.perf_counter() - t0
+            with Table(Path(tmp) / "t") as t:
+                report["largest_age_items"] = max(c.states + c.afterstates for c in t.counts())
         work = result.attrs["states"] + result.attrs["afterstates"]
         run = {
             "shards": n, "wall_s": round(wall, 1), "states_plus_afterstates": work,

@@ -1,0 +1,132 @@
+"""Cost of the full 4x3 score table on real hardware, projected from rates measured here.
+
+    python -m experiments.project_4x3 --ray RAY.json --shuffle SHUFFLE.json --forward FWD.json [--json OUT]
+
+Inputs (JSON files written by the benchmarks):
+
+* ``--ray``: ``experiments.bench_ray --board 4x3 --objective tile:K`` — forward and backward seconds of a
+  complete sharded build on Ray and of the local build, with their states + afterstates: rates per core-second.
+* ``--shuffle``: ``experiments.bench_shuffle`` — bytes the sharded build exchanges per state + afterstate, and
+  its largest task.
+* ``--forward``: ``experiments.bench_tables --skip-3x3 --max-age A`` — the forward pass of the 4x3 score game
+  itself (rate, afterstates per state measured to age A) and the table-size projection.
+
+Model, per machine count M (16 cores each; ``--cores``, ``--machines``):
+
+* compute: seconds = (states + afterstates of the whole game) / (rate per core-second x 16 M), forward and
+  backward with the measured Ray rates (which include Ray's task overhead on this 2-core machine, and the time
+  the forward pass spends coding its layers).  Per-item work does not depend on the age, and every large age is
+  cut into more shards than there are cores, so the age-by-age sequence is not the bottleneck (the ~8,000 age
+  boundaries cost ~8,000 x 4 task round trips, minutes);
+* network: a fraction (M - 1) / M of the exchanged bytes crosses between machines, each with ``--nic-gbps``
+  (default 10 Gbit/s) each way; reported as its own time (an upper bound: it overlaps computation);
+* memory per worker: the largest task's working set scales with the largest 4x3 age divided by the shards; the
+  write task of an age holds the whole age (IDs, values, codes);
+* disk: the table (from the size projection) plus the work directory at its largest (the forward pass's coded
+  states and afterstates of every age, before the backward pass consumes them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from experiments.bench_tables import AFTERSTATES_4X3, PUBLISHED_4X3, STATES_4X3, TIB, ef_bytes
+from solver import codec
+
+HOUR = 3600.0
+
+
+def load(path) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+def work_dir_bytes(after_per_state: dict[int, float], rest_ratio: float) -> int:
+    """The forward pass's coded states and afterstates over all ages (Elias-Fano, exact size per age)."""
+    total = 0
+    for age, count in np.loadtxt(PUBLISHED_4X3, dtype=np.int64):
+        universe = codec.boards_of_age(4, 3, int(age))
+        n_after = int(round(count * after_per_state.get(int(age), rest_ratio)))
+        total += ef_bytes(int(count), universe) + ef_bytes(n_after, universe)
+    return total
+
+
+def project(ray: dict, shuffle: dict, forward: dict, cores: int, machines: list[int], nic_gbps: float,
+            shards_per_core: int) -> dict:  # fmt: skip
+    items = STATES_4X3 + AFTERSTATES_4X3
+    measured_cores = 2
+    rates = {
+        "ray_forward": ray["states_plus_afterstates"] / (ray["ray"]["forward_s"] * measured_cores),
+        "ray_backward": ray["states_plus_afterstates"] / (ray["ray"]["backward_s"] * measured_cores),
+        "local_forward": ray["states_plus_afterstates"] / (ray["local"]["forward_s"] * measured_cores),
+        "local_backward": ray["states_plus_afterstates"] / (ray["local"]["backward_s"] * measured_cores),
+        "score_forward_kernel": forward["4x3_forward"]["per_core_second"],
+    }
+    runs = shuffle["runs"]
+    biggest = max(runs, key=int)
+    exchange = runs[biggest]["forward_bytes_per_item"] + runs[biggest]["backward_bytes_per_item"]
+    published = np.loadtxt(PUBLISHED_4X3, dtype=np.int64)
+    ratio = {int(a): r for a, r in forward["4x3_forward"]["after_per_state"].items()}
+    projection = forward["4x3_projection"]
+    table_bytes = projection.get("24", projection.get(24, next(iter(projection.values()))))["total_bytes"]
+    rest_ratio = next(iter(projection.values()))["afterstates_per_state_unmeasured_ages"]
+    largest_age_states = int(published[:, 1].max())
+    largest_age_items = largest_age_states * (1 + rest_ratio)
+    largest_age_after = largest_age_states * rest_ratio
+    work_bytes = work_dir_bytes(ratio, rest_ratio)
+    task_bytes_per_item = runs[biggest]["largest_task"]["bytes"] * int(biggest) / shuffle["largest_age_items"]
+    out = {"rates_per_core_second": {k: round(v) for k, v in rates.items()}, "exchange_bytes_per_item": exchange,
+           "table_tib": table_bytes / TIB, "work_dir_peak_tib": work_bytes / TIB,
+           "disk_peak_tib": (table_bytes + work_bytes) / TIB, "machines": {}}  # fmt: skip
+    for m in machines:
+        total_cores = cores * m
+        shards = shards_per_core * total_cores
+        fwd_h = items / (rates["ray_forward"] * total_cores) / HOUR
+        bwd_h = items / (rates["ray_backward"] * total_cores) / HOUR
+        crossing = exchange * items * (m - 1) / m
+        net_h = crossing / (m * nic_gbps * 1e9 / 8) / HOUR
+        worker_gb = task_bytes_per_item * largest_age_items / shards / 1e9
+        write_gb = largest_age_after * (8 + 8 + 4) / 1e9
+        out["machines"][m] = {
+            "cores": total_cores, "shards": shards, "forward_h": round(fwd_h, 1), "backward_h": round(bwd_h, 1),
+            "compute_h": round(fwd_h + bwd_h, 1), "network_tb": round(crossing / 1e12, 1),
+            "network_h_if_not_overlapped": round(net_h, 2), "worker_task_gb": round(worker_gb, 2),
+            "write_task_gb": round(write_gb, 1),
+        }  # fmt: skip
+    return out
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ray", required=True, help="bench_ray JSON of a 4x3 capped build")
+    parser.add_argument("--shuffle", required=True, help="bench_shuffle JSON")
+    parser.add_argument("--forward", required=True, help="bench_tables JSON with the 4x3 forward pass")
+    parser.add_argument("--cores", type=int, default=16, help="cores per machine")
+    parser.add_argument("--machines", type=int, nargs="+", default=[1, 8])
+    parser.add_argument("--nic-gbps", type=float, default=10.0)
+    parser.add_argument("--shards-per-core", type=int, default=2)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    out = project(load(args.ray), load(args.shuffle), load(args.forward), args.cores, args.machines, args.nic_gbps,
+                  args.shards_per_core)  # fmt: skip
+    r = out["rates_per_core_second"]
+    print(f"measured rates per core-second (states+afterstates): Ray forward {r['ray_forward']:,}, Ray backward "
+          f"{r['ray_backward']:,}; local forward {r['local_forward']:,}, local backward {r['local_backward']:,}; "
+          f"4x3 score forward kernel {r['score_forward_kernel']:,}")  # fmt: skip
+    print(f"exchanged {out['exchange_bytes_per_item']:.1f} B per state+afterstate; disk: table "
+          f"{out['table_tib']:.2f} TiB + work directory up to {out['work_dir_peak_tib']:.2f} TiB")  # fmt: skip
+    for m, p in out["machines"].items():
+        print(f"{m} x {args.cores} cores ({p['shards']} shards): forward {p['forward_h']} h + backward "
+              f"{p['backward_h']} h = {p['compute_h']} h; network {p['network_tb']} TB "
+              f"({p['network_h_if_not_overlapped']} h if not overlapped); per task {p['worker_task_gb']} GB, "
+              f"write task {p['write_task_gb']} GB")  # fmt: skip
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1))
+    return out
+
+
+if __name__ == "__main__":
+    main()
