@@ -13,6 +13,10 @@ them, see :mod:`solver.derive`)::
                                       starts from (the two lowest solved ages and the start states' ages), so
                                       that a resumed build computes exactly what an uninterrupted one does
 
+A sharded build (:mod:`solver.sharded`) keeps the same manifest and journal (each forward line also lists the
+states and afterstates per shard) and one file per shard, ``{age:06d}.s{shard:04d}.{name}.npy``; its manifest
+records how the build was cut, and a directory is resumed only the same way.
+
 Every file is written under a temporary name and renamed into place, and an age's journal line is appended only
 after its files are all in place: a build killed at any moment (even ``kill -9``) leaves a consistent directory
 whose recorded ages are complete (a torn last journal line is ignored, and its age redone).  The journal is
