@@ -8,7 +8,7 @@ store: the forward pass's afterstate and child pieces, the backward pass's reque
 afterstates are cut by a hash, so with the shards spread over M machines a fraction (M - 1) / M of these bytes
 crosses the network).  Forward layers, held or reloaded, and the table files are not exchanges: a layer is
 read by the shard that owns it.  Also reports the largest task's inputs + outputs (the working set that bounds
-a worker's memory) relative to its age's size.
+a worker's memory) relative to its age's size, and the seconds spent in each kind of task.
 """
 
 from __future__ import annotations
@@ -48,11 +48,14 @@ class Accounting(InProcess):
 
     def __init__(self):
         self.exchanged = Counter()
+        self.seconds = Counter()
         self.largest = (0, "", 0)
 
     def submit(self, fn, *args, num_returns: int = 1, whole: bool = False) -> list:
+        t0 = time.perf_counter()
         out = super().submit(fn, *args, num_returns=num_returns)
         name = fn.__name__
+        self.seconds[name] += time.perf_counter() - t0
         if name in EXCHANGES:
             self.exchanged["backward" if name in BACKWARD else "forward"] += nbytes(out[EXCHANGES[name]])
         if not whole:
@@ -88,12 +91,14 @@ def main(argv=None) -> dict:
             "forward_bytes_per_item": engine.exchanged["forward"] / work,
             "backward_bytes_per_item": engine.exchanged["backward"] / work,
             "largest_task": {"bytes": engine.largest[0], "task": engine.largest[1]},
+            "seconds_by_task": {k: round(v, 1) for k, v in engine.seconds.most_common()},
         }  # fmt: skip
         report["runs"][n] = run
         print(f"{spec.describe()}, {n} shards: {work:,} states+afterstates; exchanged "
               f"{run['forward_bytes_per_item']:.1f} B per state+afterstate forward, "
               f"{run['backward_bytes_per_item']:.1f} B backward; largest task {engine.largest[1]} "
-              f"{engine.largest[0] / 1e6:.0f} MB in+out ({wall:.0f} s in one process)", flush=True)  # fmt: skip
+              f"{engine.largest[0] / 1e6:.0f} MB in+out ({wall:.0f} s in one process: "
+              f"{', '.join(f'{k} {v:.0f} s' for k, v in engine.seconds.most_common(8))})", flush=True)  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
     return report

@@ -153,6 +153,11 @@ def task_respawn(spec: SolveSpec, shards_next: tuple[int, int], source: ShardFil
             *split(fours, shards_next[1]))  # fmt: skip
 
 
+def task_load(spec: SolveSpec, source: ShardFile):
+    """A layer of one shard from the work directory, decoded once for every task of the age that reads it."""
+    return (source.load(spec),)
+
+
 def task_children_requests(spec: SolveSpec, shards_next: tuple[int, int], afterstates):
     """-> ``(requests to the state shards of age + 2..., to those of age + 4...)``."""
     req2, req4 = children_requests(spec, shards_next, _array(afterstates, spec))
@@ -258,6 +263,7 @@ class ShardedBuild:
         self.counts: dict[int, AgeCount] = {c.age: c for c in work.forward_counts}
         self.held: dict[tuple[str, int], list] = {}  # (kind, age) -> refs per shard of the forward layers kept
         self.held_bytes = 0
+        self.loaded: dict[tuple[str, int], list] = {}  # the same, loaded again from the work directory
         self.start_ids, self.start_probs = canonical_starts(spec)
         self.start_ages = sorted({int(a) for a in B.age(self.start_ids, spec.rows, spec.cols)})
 
@@ -273,11 +279,28 @@ class ShardedBuild:
         return self.shards_of(age + 2), self.shards_of(age + 4)
 
     def layer(self, kind: str, age: int) -> list:
-        """One forward layer (``states`` or ``afterstates``) of an age: kept references or work-directory files."""
+        """One forward layer (``states`` or ``afterstates``) of an age, per shard: the references kept from the
+        forward pass, or else the outputs of one load task per shard (decoding a shard's file once for all the
+        tasks that read it; an age held by one shard is loaded in the driver)."""
         if (kind, age) in self.held:
             return self.held[kind, age]
-        sizes = self.work.shard_sizes(age)[kind]
-        return [ShardFile(self.work_path, kind, age, t, size) for t, size in enumerate(sizes)]
+        if (kind, age) not in self.loaded:
+            sizes = self.work.shard_sizes(age)[kind]
+            self.loaded[kind, age] = [
+                self.engine.submit(task_load, self.spec, ShardFile(self.work_path, kind, age, t, size),
+                                   whole=len(sizes) == 1)[0]
+                for t, size in enumerate(sizes)
+            ]  # fmt: skip
+        return self.loaded[kind, age]
+
+    def forget(self, age: int) -> None:
+        """Drop the driver's references to an age's forward layers (the engine frees them once no task needs
+        them)."""
+        for kind in ("states", "afterstates"):
+            self.loaded.pop((kind, age), None)
+            if (kind, age) in self.held:
+                self.held_bytes -= 8 * getattr(self.counts[age], kind)
+                del self.held[kind, age]
 
     def fetch(self, items) -> list[np.ndarray]:
         """Arrays from task outputs or work-directory files."""
@@ -440,11 +463,8 @@ class ShardedBuild:
                     written = engine.submit(task_write, spec, out_dir, counts[age], n, *after, *values)[0]
                 inflight.append((age, written))
                 state_values.pop(age + 6, None)  # no lower age reads these any more
-                for kind in ("states", "afterstates"):
-                    for old in (age + 4, age + 6):
-                        if (kind, old) in self.held:
-                            self.held_bytes -= 8 * getattr(counts[old], kind)
-                            del self.held[kind, old]
+                self.forget(age + 4)
+                self.forget(age + 6)
                 while inflight and (len(inflight) > MAX_INFLIGHT or engine.ready(inflight[0][1])):
                     retire()
             while inflight:

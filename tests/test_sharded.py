@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from solver.build import build
 from solver.sharded import InProcess, build_sharded
-from solver.shards import group_by_owner, owners_of, split
+from solver.shards import group_by_owner, lookup_sorted, owners_of, split
 from solver.spec import SolveSpec
 from solver.store import Table
 from solver.workdir import WorkDirMismatch
@@ -140,3 +140,18 @@ def test_bad_arguments_are_refused(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="not a directory"):
         build_sharded(InProcess(), spec, tmp_path / "file", 2, progress=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sets(st.integers(0, 2000), max_size=300), st.sets(st.integers(0, 2000), max_size=300))
+def test_lookup_sorted_matches_a_dictionary(held, asked):
+    """Every request present is answered with its value; the first absent one is reported."""
+    ids = np.array(sorted(held), np.uint64)
+    values = ids.astype(np.float64) * 0.5 + 1.0
+    table = {int(i): float(v) for i, v in zip(ids, values, strict=True)}
+    req = np.array(sorted(asked), np.uint64)
+    found, missing = lookup_sorted(ids, values, req)
+    absent = [i for i, r in enumerate(req.tolist()) if r not in table]
+    assert missing == (absent[0] if absent else -1)
+    stop = absent[0] if absent else req.size
+    assert found[:stop].tolist() == [table[r] for r in req[:stop].tolist()]
