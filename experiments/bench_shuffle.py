@@ -7,8 +7,9 @@ Ray build submits, and adds up the sizes of the arrays that pass from one task t
 store: the forward pass's afterstate and child pieces, the backward pass's requests and answers (states and
 afterstates are cut by a hash, so with the shards spread over M machines a fraction (M - 1) / M of these bytes
 crosses the network).  Forward layers, held or reloaded, and the table files are not exchanges: a layer is
-read by the shard that owns it.  Also reports the largest task's inputs + outputs (the working set that bounds
-a worker's memory) relative to its age's size, and the seconds spent in each kind of task.
+read by the shard that owns it.  Also reports the largest shard task's inputs + outputs (the working set that
+bounds a worker's memory; an age's write task holds the whole age and is left out), and the seconds spent in
+each kind of task.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class Accounting(InProcess):
     def __init__(self):
         self.exchanged = Counter()
         self.seconds = Counter()
-        self.largest = (0, "", 0)
+        self.largest = (0, "")
 
     def submit(self, fn, *args, num_returns: int = 1, whole: bool = False) -> list:
         t0 = time.perf_counter()
@@ -58,11 +59,10 @@ class Accounting(InProcess):
         self.seconds[name] += time.perf_counter() - t0
         if name in EXCHANGES:
             self.exchanged["backward" if name in BACKWARD else "forward"] += nbytes(out[EXCHANGES[name]])
-        if not whole:
-            age = next((a for a in args if isinstance(a, sharded.AgeCount)), None)
+        if not whole and name != "task_write":  # a write task holds its whole age (reported apart)
             size = nbytes(args) + nbytes(out)
             if size > self.largest[0]:
-                self.largest = (size, name, age.age if age is not None else -1)
+                self.largest = (size, name)
         return out
 
 
