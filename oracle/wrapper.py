@@ -100,7 +100,7 @@ def make_solved_env(rows: int, cols: int, oracle: bool = True, oracle_table=None
             warnings.warn(
                 f"Solved2048-{rows}x{cols} has no optimal-value table here, so this env carries no oracle "
                 f"(info has no q_values or regret). {cost}. Build it with `python -m solver build --board "
-                f"{rows}x{cols} --layout directory --out DIR` on a big machine (or obtain a built one) and pass "
+                f"{rows}x{cols} --backend ray --address HEAD --out DIR` on a cluster (or obtain a built one) and pass "
                 f"gym.make('Solved2048-{rows}x{cols}', oracle_table=DIR); oracle=False silences this.",
                 UserWarning,
                 stacklevel=2,
