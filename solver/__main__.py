@@ -42,7 +42,9 @@ def _add_spec_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--objective", default="score", help="score (default) or tile:K (probability of making 2**K)")
     p.add_argument("--p4", type=float, default=0.1, help="probability that a spawned tile is a 4 (default 0.1)")
     p.add_argument("--spawn", default="random", choices=SPAWN_MODELS, help="spawn model (default random)")
-    p.add_argument("--threads", type=int, default=None, help="numba threads (default: all cores)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="numba threads (default: all cores); build --backend ray without --address: the CPUs of "
+                   "the private Ray it starts")  # fmt: skip
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
