@@ -64,8 +64,6 @@ def _call(fn, threads: int, *args):
 class RayEngine:
     """Submits task functions to the Ray cluster this process is connected to (see :func:`ray_session`)."""
 
-    name = "ray"
-
     def __init__(self, threads_per_task: int = 1):
         self.ray = import_ray()
         if not self.ray.is_initialized():
@@ -81,7 +79,7 @@ class RayEngine:
             import numba
 
             numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
-            return list(fn(*[self.get(a) if isinstance(a, self.ray.ObjectRef) else a for a in args]))
+            return list(fn(*[self.get(a) for a in args]))
         refs = self._remote.options(num_returns=num_returns, name=fn.__name__).remote(fn, self.threads, *args)
         return list(refs) if num_returns > 1 else [refs]
 

@@ -228,8 +228,6 @@ def task_solve_whole(spec: SolveSpec, shards_next: tuple[int, int], work: str, o
 class InProcess:
     """An engine that runs each task at once in this process (``submit`` returns the outputs themselves)."""
 
-    name = "in-process"
-
     def submit(self, fn, *args, num_returns: int = 1, whole: bool = False) -> list:
         out = fn(*args)
         assert len(out) == num_returns, (fn.__name__, len(out), num_returns)
@@ -383,7 +381,8 @@ class ShardedBuild:
         shards = {age: len(work.shard_sizes(age)["states"]) for age in counts}
         done = work.backward_done
         for age in sorted(done):  # written by an interrupted run
-            table.record_written(age, work.backward_code(age)["id_bytes"], work.backward_code(age)["value_bytes"])
+            code = work.backward_code(age)
+            table.record_written(age, code["id_bytes"], code["value_bytes"])
         state_values: dict[int, list] = {
             age: [ShardFile(self.work_path, "state_values", age, t, size)
                   for t, size in enumerate(work.shard_sizes(age)["states"])]

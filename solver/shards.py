@@ -153,23 +153,23 @@ def lookup_shard(ids: np.ndarray, values: np.ndarray, requests) -> list[np.ndarr
     return answers
 
 
-def _index(requested, answers) -> tuple:
+def _joined(requested, answers) -> tuple[np.ndarray, np.ndarray]:
+    """The requests of one shard to every owner and the owners' answers, each as one array."""
     ids = np.concatenate(list(requested)) if len(requested) else np.empty(0, np.uint64)
     vals = np.concatenate(list(answers)) if len(answers) else np.empty(0, np.float64)
-    return hash_index(ids, vals)
+    return ids, vals
 
 
 def afterstate_values_from(spec: SolveSpec, afterstates: np.ndarray, requests2, answers2, requests4, answers4):
     """Values (``float64[n]``) of one shard's afterstates; ``answers*[k]`` are the values of the children
     ``requests*[k]`` (ages + 2 and + 4) from their owner shard k."""
-    return values_from_children(spec, afterstates, _index(requests2, answers2), _index(requests4, answers4))
+    index2, index4 = hash_index(*_joined(requests2, answers2)), hash_index(*_joined(requests4, answers4))
+    return values_from_children(spec, afterstates, index2, index4)
 
 
 def state_values_from(spec: SolveSpec, states: np.ndarray, requests, answers) -> np.ndarray:
     """Values (``float64[n]``) of one shard's states from the values of the afterstates they move to."""
-    ids = np.concatenate(list(requests)) if len(requests) else np.empty(0, np.uint64)
-    vals = np.concatenate(list(answers)) if len(answers) else np.empty(0, np.float64)
-    return solve_states(spec, states, ids, vals)[0]
+    return solve_states(spec, states, *_joined(requests, answers))[0]
 
 
 def solve_whole(spec: SolveSpec, afterstates, states, next2: tuple, next4: tuple) -> tuple[np.ndarray, np.ndarray]:
