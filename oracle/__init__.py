@@ -9,14 +9,16 @@ report = regret(agent, board="3x3", episodes=1000, seed=0)
 from __future__ import annotations
 
 from .agent import batch_decider, single_decider
+from .episodes import Episode
 from .evaluate import Evaluation
 from .oracle import BUILDABLE, BoardNotInTable, Oracle, cache_dir
-from .regret import RegretReport
+from .regret import RegretReport, record_episodes, reenact
 from .wrapper import shared_oracle
 
 __all__ = [
     "BUILDABLE",
     "BoardNotInTable",
+    "Episode",
     "Evaluation",
     "Oracle",
     "RegretReport",
@@ -24,6 +26,8 @@ __all__ = [
     "cache_dir",
     "evaluate",
     "oracle_for",
+    "record_episodes",
+    "reenact",
     "regret",
     "single_decider",
 ]

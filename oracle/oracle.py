@@ -255,9 +255,11 @@ class Oracle:
                                   f"{self._describe(ids[i])}")  # fmt: skip
         return out if batch else float(out[0])
 
-    def regret(self, agent, episodes: int = 1000, seed: int = 0, blunder: float | None = None, progress: bool = True):
-        """Play ``agent`` and price every move: a :class:`~oracle.regret.RegretReport`."""
-        return play_regret(self, agent, episodes, seed, blunder, progress)
+    def regret(self, agent, episodes: int = 1000, seed: int = 0, blunder: float | None = None, progress: bool = True,
+               keep_actions: bool = False):  # fmt: skip
+        """Play ``agent`` and price every move: a :class:`~oracle.regret.RegretReport`.  ``keep_actions`` keeps
+        every game's moves, from which :func:`~oracle.regret.reenact` replays a chosen game."""
+        return play_regret(self, agent, episodes, seed, blunder, progress, keep_actions)
 
     def evaluate(self, agent, progress: bool = True):
         """Exact V^π(start) and optimality gap by age of ``agent``: an :class:`~oracle.evaluate.Evaluation`."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -17,6 +17,7 @@ from tqdm.auto import tqdm
 from env2048.env import Game2048Env
 
 from .agent import single_decider
+from .episodes import Episode, EpisodeTrace
 
 #: A move whose regret exceeds this fraction of V*(start) counts as a blunder (default threshold).
 BLUNDER_FRACTION = 0.01
@@ -52,6 +53,11 @@ class RegretReport:
     mean_regret_by_age: np.ndarray = field(repr=False)
     optimal_rate_by_age: np.ndarray = field(repr=False)
     blunders_by_age: np.ndarray = field(repr=False)
+    #: float64 (episodes,): each game's outcome (score, or 1/0 for a goal tile) and its summed regret
+    episode_scores: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+    episode_regrets: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
+    #: each game's actions, int8 (moves,) per episode, when played with ``keep_actions``; not part of ``to_dict``
+    episode_actions: list = field(repr=False, default_factory=list)
 
     @property
     def percent_of_optimal(self) -> float:
@@ -59,7 +65,7 @@ class RegretReport:
         return 100.0 * self.mean_score / self.start_value if self.start_value else math.nan
 
     def to_dict(self) -> dict:
-        out = asdict(self)
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "episode_actions"}
         for key, value in out.items():
             if isinstance(value, np.ndarray):
                 out[key] = value.tolist()
@@ -105,57 +111,147 @@ class RegretReport:
         return fig
 
 
+class _AgeStats:
+    """Per-age sums of one agent's moves: visits, regret, optimal moves, blunders (indexed by age // 2)."""
+
+    def __init__(self, rows: int, cols: int, threshold: float):
+        max_age_slot = 2 + (1 << (rows * cols + 2)) // 2  # bounded by the largest possible age
+        self.visits = np.zeros(min(max_age_slot, 1 << 20), np.int64)
+        self.regret = np.zeros_like(self.visits, dtype=np.float64)
+        self.optimal = np.zeros_like(self.visits)
+        self.blunders = np.zeros_like(self.visits)
+        self.threshold = threshold
+
+    def add(self, age: int, regret: float, is_optimal: bool) -> None:
+        slot = age // 2
+        self.visits[slot] += 1
+        self.regret[slot] += regret
+        self.optimal[slot] += is_optimal
+        self.blunders[slot] += regret > self.threshold
+
+
+def game_env(spec) -> Game2048Env:
+    """The env that plays ``spec``'s game (shape, p4, and the goal tile of ``tile:K``); illegal moves raise."""
+    goal = None if spec.target_exponent is None else 1 << spec.target_exponent
+    return Game2048Env(spec.rows, spec.cols, p4=spec.p4, goal_tile=goal, invalid_action="raise")
+
+
+def play_game(env: Game2048Env, decide, seed: int, oracle=None, stats: _AgeStats | None = None,
+              trace: EpisodeTrace | None = None, actions: list | None = None) -> tuple[float, float]:  # fmt: skip
+    """Play one game from ``env.reset(seed=seed)`` with ``decide(observation, info) -> action``.
+
+    With an ``oracle`` every move is priced (regret = max Q − Q(move), 0 for a move optimal within the tie
+    tolerance) and added to ``stats``.  ``trace`` records the moves; ``actions`` (a list) gets the actions.
+    Returns ``(outcome, total regret)``: the outcome is the final score, or for a goal tile 1.0 if it was made,
+    else 0.0; the regret is 0 without an oracle.
+    """
+    obs, info = env.reset(seed=seed)
+    goal = env.unwrapped.goal_tile
+    total = 0.0
+    done = False
+    while not done and info["action_mask"].any():
+        q = oracle.q_values(obs) if oracle is not None else None
+        action = int(decide(obs, info))
+        if not 0 <= action <= 3 or not info["action_mask"][action]:
+            raise ValueError(f"agent chose action {action}, which is illegal here (mask {info['action_mask']})")
+        best_moves, r = None, 0.0
+        if q is not None:
+            best_moves = oracle.optimal_mask(q)
+            is_optimal = bool(best_moves[action])
+            r = 0.0 if is_optimal else float(np.nanmax(q) - q[action])  # ties within rounding are not regret
+            if stats is not None:
+                stats.add(info["age"], r, is_optimal)
+            total += r
+        if actions is not None:
+            actions.append(action)
+        next_obs, reward, terminated, truncated, next_info = env.step(action)
+        if trace is not None:
+            trace.add(obs, info["action_mask"], action, reward, next_info["afterstate"], next_obs, q, best_moves, r)
+        obs, info = next_obs, next_info
+        done = terminated or truncated
+    outcome = info["score"] if goal is None else float(info["max_tile"] >= goal)
+    return float(outcome), total
+
+
 def play_regret(oracle, agent, episodes: int = 1000, seed: int = 0, blunder: float | None = None,
-                progress: bool = True) -> RegretReport:  # fmt: skip
-    """Play ``agent`` for ``episodes`` games (episode i reset with seed ``seed + i``) and price every move."""
+                progress: bool = True, keep_actions: bool = False) -> RegretReport:  # fmt: skip
+    """Play ``agent`` for ``episodes`` games (episode i reset with seed ``seed + i``) and price every move.
+
+    ``keep_actions``: keep each game's moves (``report.episode_actions``, one byte per move), from which
+    :func:`reenact` replays any game move by move without the agent (for replays of chosen games).
+    """
     spec = oracle.spec
     if spec.spawn != "random":
         raise ValueError(f"regret plays the real game; this table's spawn model is {spec.spawn!r}, not 'random'")
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
-    goal = None if spec.target_exponent is None else 1 << spec.target_exponent
-    env = Game2048Env(spec.rows, spec.cols, p4=spec.p4, goal_tile=goal, invalid_action="raise")
+    env = game_env(spec)
     decide = single_decider(agent)
     threshold = BLUNDER_FRACTION * oracle.start_value if blunder is None else float(blunder)
-    max_age_slot = 2 + (1 << (spec.rows * spec.cols + 2)) // 2  # bounded by the largest possible age
-    visits = np.zeros(min(max_age_slot, 1 << 20), np.int64)
-    regret_sum = np.zeros_like(visits, dtype=np.float64)
-    optimal = np.zeros_like(visits)
-    blunders = np.zeros_like(visits)
+    stats = _AgeStats(spec.rows, spec.cols, threshold)
     scores = np.zeros(episodes)
     regrets = np.zeros(episodes)
+    kept: list[np.ndarray] = []
     for ep in tqdm(range(episodes), desc=f"regret {spec.board}", disable=not progress, unit=" games"):
-        obs, info = env.reset(seed=seed + ep)
-        total = 0.0
-        done = False
-        while not done:
-            if not info["action_mask"].any():
-                break
-            q = oracle.q_values(obs)
-            action = int(decide(obs, info))
-            if not 0 <= action <= 3 or np.isnan(q[action]):
-                raise ValueError(f"agent chose action {action}, which is illegal here (mask {info['action_mask']})")
-            best = np.nanmax(q)
-            is_optimal = bool(oracle.optimal_mask(q)[action])
-            r = 0.0 if is_optimal else float(best - q[action])  # ties within rounding are not regret
-            slot = info["age"] // 2
-            visits[slot] += 1
-            regret_sum[slot] += r
-            optimal[slot] += is_optimal
-            blunders[slot] += r > threshold
-            total += r
-            obs, _, terminated, truncated, info = env.step(action)
-            done = terminated or truncated
-        scores[ep] = info["score"] if goal is None else float(info["max_tile"] >= goal)
-        regrets[ep] = total
-    used = np.flatnonzero(visits)
+        moves = [] if keep_actions else None
+        scores[ep], regrets[ep] = play_game(env, decide, seed + ep, oracle, stats, actions=moves)
+        if keep_actions:
+            kept.append(np.array(moves, np.int8))
+    used = np.flatnonzero(stats.visits)
+    visits = stats.visits[used]
     mean_score, score_ci = mean_ci(scores)
     mean_regret, regret_ci = mean_ci(regrets)
     return RegretReport(
         board=spec.board, objective=spec.objective, episodes=episodes, seed=seed, mean_score=mean_score,
         score_ci=score_ci, start_value=oracle.start_value, mean_regret=mean_regret, regret_ci=regret_ci,
-        optimal_move_rate=float(optimal.sum() / max(1, visits.sum())), moves=int(visits.sum()),
-        blunder_threshold=threshold, ages=2 * used, visits=visits[used],
-        mean_regret_by_age=regret_sum[used] / visits[used], optimal_rate_by_age=optimal[used] / visits[used],
-        blunders_by_age=blunders[used],
+        optimal_move_rate=float(stats.optimal.sum() / max(1, stats.visits.sum())), moves=int(stats.visits.sum()),
+        blunder_threshold=threshold, ages=2 * used, visits=visits,
+        mean_regret_by_age=stats.regret[used] / visits, optimal_rate_by_age=stats.optimal[used] / visits,
+        blunders_by_age=stats.blunders[used], episode_scores=scores, episode_regrets=regrets, episode_actions=kept,
     )  # fmt: skip
+
+
+def record_episodes(agent, seeds, oracle=None, env: Game2048Env | None = None, agent_name: str = "",
+                    note: str = "") -> list[Episode]:  # fmt: skip
+    """Play one game per seed and keep every move.  With ``oracle`` its game is played and every move judged;
+    else ``env`` (a :class:`Game2048Env`, any shape) is played unjudged and each episode carries ``note``, which
+    says why there are no Q-values."""
+    if oracle is not None:
+        spec = oracle.spec
+        if spec.spawn != "random":
+            raise ValueError(f"replays play the real game; this table's spawn model is {spec.spawn!r}, not 'random'")
+        env, board, objective = game_env(spec), spec.board, spec.objective
+    elif env is None:
+        raise ValueError("record_episodes needs an oracle, or an env to play without one")
+    else:
+        base = env.unwrapped
+        board = f"{base.rows}x{base.cols}"
+        objective = "score" if base.goal_tile is None else f"tile:{int(base.goal_tile).bit_length() - 1}"
+    decide = single_decider(agent)
+    episodes = []
+    for seed in seeds:
+        trace = EpisodeTrace(board, objective, int(seed), agent_name, judged=oracle is not None,
+                             note="" if oracle is not None else note)  # fmt: skip
+        outcome, _ = play_game(env, decide, int(seed), oracle, None, trace)
+        episodes.append(trace.finish(env.unwrapped.board, outcome))
+    return episodes
+
+
+def reenact(actions, seed: int, oracle=None, env: Game2048Env | None = None, agent_name: str = "",
+            note: str = "") -> Episode:  # fmt: skip
+    """The game of ``seed`` played with the recorded ``actions`` (e.g. ``report.episode_actions[i]`` with seed
+    ``report.seed + i``), move by move, as an :class:`Episode` (judged when ``oracle`` is given).  The spawns
+    follow from the seed, so this is the same game without needing the agent again."""
+    actions = np.asarray(actions, np.int64)
+    step = iter(actions.tolist())
+
+    def scripted(observation, info):
+        try:
+            return next(step)
+        except StopIteration:
+            raise ValueError(f"the game of seed {seed} goes on after the {len(actions)} recorded actions") from None
+
+    episode = record_episodes(scripted, [seed], oracle, env, agent_name, note)[0]
+    if episode.moves != len(actions):
+        raise ValueError(f"the game of seed {seed} ended after {episode.moves} of {len(actions)} recorded actions")
+    return episode
