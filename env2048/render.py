@@ -29,6 +29,20 @@ _GLYPHS = {
 _GLYPH_BITS = {d: np.array([[ch == "#" for ch in row] for row in rows], dtype=bool) for d, rows in _GLYPHS.items()}
 
 
+def palette_hex() -> dict:
+    """The colours of :func:`render_rgb` as CSS hex strings, for other renderers (the HTML replay viewer):
+    ``background``, ``empty``, ``tiles`` (by exponent 1, 2, ...; bigger tiles share the last), ``dark_text``
+    (tiles 2 and 4) and ``light_text``."""
+
+    def css(rgb):
+        return "#" + "".join(f"{v:02x}" for v in rgb)
+
+    return {
+        "background": css(_BACKGROUND), "empty": css(_EMPTY), "tiles": [css(c) for c in _TILE],
+        "dark_text": css(_DARK_TEXT), "light_text": css(_LIGHT_TEXT),
+    }  # fmt: skip
+
+
 def render_ansi(board: np.ndarray) -> str:
     """Text grid of tile values (``.`` for empty), one row per line.
 

@@ -5,7 +5,8 @@
 
 Agents: see ``agents.registry`` (``random``, ``greedy``, ``optimal``, ``expectimax:D[:PATH]``, ``td:PATH``,
 ``ppo:PATH``, or ``package.module:factory``).  Writes ``OUT/BOARD/benchmark.{md,csv,json}``, the optimality gap
-by age of all agents (``gap-by-age.png``) and one figure per agent (``agent-LABEL.png``).
+by age of all agents (``gap-by-age.png``) and one figure per agent (``agent-LABEL.png``); with ``--replays K``
+also ``replay-LABEL.html``, the viewer of K of the agent's games chosen by regret (see ``experiments.replay``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,11 @@ import numpy as np
 from agents.registry import USAGE, make_agent
 from env2048.shape import parse_board
 from oracle import Oracle
+from oracle.episodes import chosen_episodes
+from oracle.regret import reenact
 from oracle.wrapper import shared_oracle
+
+from .viewer import write_replay_html
 
 #: Version of the protocol and of the JSON schema (bump when either changes).
 PROTOCOL_VERSION = 2
@@ -55,12 +60,13 @@ def exact_is_cheap(agent, cells: int) -> bool:
     return cells <= SMALL_BOARD_CELLS or bool(getattr(agent, "cheap_to_evaluate", False))
 
 
-def run_agent(oracle: Oracle, spec: str, episodes: int, seed: int, exact: str, progress: bool) -> tuple[dict, object]:
+def run_agent(oracle: Oracle, spec: str, episodes: int, seed: int, exact: str, progress: bool,
+              keep_actions: bool = False) -> tuple[dict, object]:  # fmt: skip
     """Benchmark one agent: ``(row, RegretReport)``; ``row`` has :data:`COLUMNS` and ``by_age``."""
     rows, cols = oracle.rows, oracle.cols
     agent = make_agent(spec, rows, cols, seed=seed, oracle=oracle)
     start = time.perf_counter()
-    report = oracle.regret(agent, episodes=episodes, seed=seed, progress=progress)
+    report = oracle.regret(agent, episodes=episodes, seed=seed, progress=progress, keep_actions=keep_actions)
     row = {
         "label": label_of(spec), "spec": spec, "episodes": episodes, "mean_score": report.mean_score,
         "score_ci": report.score_ci, "percent_of_optimal": report.percent_of_optimal,
@@ -151,14 +157,36 @@ def plot_gap_by_age(result: dict, path, bins: int = 80) -> None:
     plt.close(fig)
 
 
+def write_replays(oracle: Oracle, report, spec: str, k: int, path) -> list[int]:
+    """The viewer page of ``k`` of the agent's benchmark games, chosen by regret (worst, median, best, ...: see
+    :func:`oracle.episodes.chosen_episodes`), replayed from the report's recorded actions.  Returns the episode
+    indices shown."""
+    chosen = chosen_episodes(report.episode_regrets, k)
+    order = np.argsort(-report.episode_regrets, kind="stable").tolist()
+    episodes, labels = [], []
+    for i in chosen:
+        episode = reenact(report.episode_actions[i], report.seed + i, oracle, agent_name=spec)
+        rank = order.index(i)
+        where = {0: "worst", len(order) - 1: "best", (len(order) - 1) // 2: "median"}.get(rank, f"rank {rank + 1}")
+        episodes.append(episode)
+        labels.append(f"{where} of {len(order)} by regret: episode {i} (seed {episode.seed}), regret "
+                      f"{episode.total_regret:.2f}, {episode.moves} moves")  # fmt: skip
+    title = f"{oracle.spec.board} {oracle.spec.objective}: {label_of(spec)}, benchmark games"
+    write_replay_html(episodes, path, labels, title=title, start_value=oracle.start_value)
+    return chosen
+
+
 def run(board: str, specs: list[str], episodes: int = 1000, seed: int = 0, out="results", exact: str = "auto",
-        table=None, progress: bool = True) -> dict:  # fmt: skip
-    """Benchmark ``specs`` on ``board``; writes the files (see the module docstring) and returns the result."""
+        table=None, progress: bool = True, replays: int = 0) -> dict:  # fmt: skip
+    """Benchmark ``specs`` on ``board``; writes the files (see the module docstring) and returns the result.
+    ``replays`` > 0 also writes ``replay-LABEL.html`` per agent with that many of its games (worst first)."""
     import matplotlib.pyplot as plt
 
     rows, cols = parse_board(board)
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
+    if replays < 0:
+        raise ValueError(f"replays must be >= 0, got {replays}")
     if exact not in ("auto", "always", "never"):
         raise ValueError(f"exact must be auto, always or never, got {exact!r}")
     if not specs:
@@ -177,7 +205,9 @@ def run(board: str, specs: list[str], episodes: int = 1000, seed: int = 0, out="
         "agents": [],
     }  # fmt: skip
     for spec in specs:
-        row, report = run_agent(oracle, spec, episodes, seed, exact, progress)
+        row, report = run_agent(oracle, spec, episodes, seed, exact, progress, keep_actions=replays > 0)
+        if replays:
+            row["replays"] = write_replays(oracle, report, spec, replays, out_dir / f"replay-{row['label']}.html")
         result["agents"].append(row)
         report.plot(out_dir / f"agent-{row['label']}.png", title=f"{oracle.spec.board}, {row['label']}: optimality "
                     f"gap by age ({episodes} episodes)")  # fmt: skip
@@ -206,13 +236,18 @@ def main(argv=None) -> None:
     parser.add_argument("--exact", choices=("auto", "always", "never"), default="auto",
                         help="exact V^pi by the oracle: auto = where cheap (see docs/benchmark.md)")  # fmt: skip
     parser.add_argument("--table", default=None, help="solved table file (default: the cache)")
+    parser.add_argument("--replays", type=int, default=0, help="also write replay-LABEL.html per agent with "
+                        "this many of its games: 1 = the worst by regret, 2 = + the median, 3+ = worst to "
+                        "best")  # fmt: skip
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     specs = [s.strip() for s in args.agents.split(",") if s.strip()]
-    result = run(args.board, specs, args.episodes, args.seed, args.out, args.exact, args.table, not args.quiet)
+    result = run(args.board, specs, args.episodes, args.seed, args.out, args.exact, args.table, not args.quiet,
+                 args.replays)  # fmt: skip
     out_dir = Path(args.out) / result["board"]
     print("\n" + markdown_table(result))
-    print(f"wrote {out_dir}/benchmark.md, .csv, .json, gap-by-age.png and agent-*.png")
+    replays = " and replay-*.html" if args.replays else ""
+    print(f"wrote {out_dir}/benchmark.md, .csv, .json, gap-by-age.png, agent-*.png{replays}")
 
 
 if __name__ == "__main__":
