@@ -54,8 +54,16 @@ def test_every_shard_runs_as_a_ray_task(ray_local, tmp_path):
     engine.submit = counting
     build_sharded(engine, SPECS["2x3"], tmp_path / "t", 2, progress=False, shard_min=0)
     on_ray = [name for name, whole in calls if not whole]
-    assert {"task_expand", "task_spawn", "task_children_requests", "task_move_requests", "task_lookup",
-            "task_afterstate_values", "task_state_values", "task_write"} <= set(on_ray)
+    assert {
+        "task_expand",
+        "task_spawn",
+        "task_children_requests",
+        "task_move_requests",
+        "task_lookup",
+        "task_afterstate_values",
+        "task_state_values",
+        "task_write",
+    } <= set(on_ray)
     assert len(on_ray) > 10 * len([1 for _, whole in calls if whole])
 
 
