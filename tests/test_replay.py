@@ -206,3 +206,21 @@ def test_chosen_episodes(regrets, k):
 def test_chosen_episodes_rejects_zero():
     with pytest.raises(ValueError, match=">= 1"):
         chosen_episodes(np.zeros(3), 0)
+
+
+def test_replay_of_a_capped_game_from_a_table_file(tmp_path):
+    """A tile:K table given by path: the games stop at the goal tile and the Q-values are probabilities."""
+    from solver.build import build
+    from solver.spec import SolveSpec
+
+    table = tmp_path / "2x3-tile5.h5"
+    build(SolveSpec.parse("2x3", "tile:5"), table, progress=False)
+    games = replay.replay("2x3", "random", seed=0, episodes=8, out=tmp_path / "r.html", table=table)
+    assert {g.objective for g in games} == {"tile:5"}
+    for game in games:
+        made = game.boards[-1].max() >= 5
+        assert game.outcome == float(made)
+        legal = game.q_values[~np.isnan(game.q_values)]
+        assert ((legal >= 0) & (legal <= 1 + 1e-9)).all()
+    data = page_json((tmp_path / "r.html").read_text())
+    assert data["episodes"][0]["objective"] == "tile:5"
