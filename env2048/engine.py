@@ -169,10 +169,13 @@ def _vector_step(
         needs_reset[i] = done
 
 
-def _vector_reset(boards, rows, cols, p4, keys, score, moves, illegal, obs, mask, needs_reset, max_exp, age):
-    """Reset every env (in place); fills ``obs``, ``mask``, ``max_exp`` and ``age``."""
+def _vector_reset(boards, rows, cols, p4, keys, score, moves, illegal, obs, mask, needs_reset, max_exp, age, which):
+    """Reset the envs where ``which`` (``bool[n]``) is set, in place; fills their ``obs``, ``mask``, ``max_exp``
+    and ``age`` (the other envs' rows of those outputs are left as they are)."""
     n = boards.shape[0]
     for i in numba.prange(n):
+        if not which[i]:
+            continue
         keys[i] = _reset_one(boards, i, p4, keys[i])
         score[i] = 0
         moves[i] = 0

@@ -109,19 +109,33 @@ class Game2048VectorEnv(VectorEnv):
         super().reset(seed=seed if isinstance(seed, int | np.integer) else None)
         if seed is not None or not self._seeded:
             self._seed(seed)
-        n, cells = self.num_envs, self.rows * self.cols
-        obs = np.empty((n, cells), np.uint8)
-        mask = np.empty((n, 4), bool)
-        max_exp = np.empty(n, np.int64)
-        age = np.empty(n, np.int64)
+        obs, info = self._reset_where(np.ones(self.num_envs, bool))
+        self._started = True
+        return obs, info
+
+    def reset_done(self, which) -> tuple[np.ndarray, dict]:
+        """Start a new game in the envs where ``which`` (``bool[n]``) is set, now, instead of on their next step
+        (each env's spawn stream continues, as ``Game2048Env.reset()`` without a seed).  Returns the observation
+        and info of every env, the others unchanged; for same-step autoreset adapters (e.g. SB3's VecEnv)."""
+        if not self._started:
+            raise RuntimeError("call reset() before reset_done()")
+        which = np.asarray(which, bool)
+        if which.shape != (self.num_envs,):
+            raise ValueError(f"which must be a bool array of shape ({self.num_envs},), got {which.shape}")
+        return self._reset_where(which)
+
+    def _reset_where(self, which: np.ndarray) -> tuple[np.ndarray, dict]:
+        n = self.num_envs
+        obs = self._boards.copy()
+        mask = self._mask.copy() if self._mask.shape == (n, 4) else np.zeros((n, 4), bool)
+        max_exp = np.array([b.max() for b in self._boards], np.int64)
+        age = np.where(self._boards > 0, np.left_shift(1, self._boards.astype(np.int64)), 0).sum(axis=1)
         self._reset_kernel(
             self._boards, self.rows, self.cols, self.p4, self._keys,
-            self._score, self._moves, self._illegal, obs, mask, self._needs_reset, max_exp, age,
+            self._score, self._moves, self._illegal, obs, mask, self._needs_reset, max_exp, age, which,
         )  # fmt: skip
         self._mask = mask
-        self._started = True
-        info = self._info(mask, max_exp, age)
-        return self._observe(obs), info
+        return self._observe(obs), self._info(mask, max_exp, age)
 
     def step(self, actions):
         if not self._started:
