@@ -26,6 +26,7 @@ import numpy as np
 from agents.registry import USAGE, make_agent
 from env2048.shape import parse_board
 from oracle import Oracle
+from oracle.agent import as_agent
 from oracle.episodes import chosen_episodes
 from oracle.regret import reenact
 from oracle.wrapper import shared_oracle
@@ -44,9 +45,12 @@ COLUMNS = (
 )  # fmt: skip
 
 
-def label_of(spec: str) -> str:
+def label_of(spec) -> str:
     """A short, file-name-safe label: paths become their file stem (``td:runs/w.npz`` -> ``td-w``), and a stem
-    that already starts with the agent's name stands alone (``td:runs/td-3x3.npz`` -> ``td-3x3``)."""
+    that already starts with the agent's name stands alone (``td:runs/td-3x3.npz`` -> ``td-3x3``).  An agent
+    object (or SB3 model) given instead of a spec is labelled by its ``name`` or its class."""
+    if not isinstance(spec, str):
+        spec = str(getattr(spec, "name", None) or type(spec).__name__)
     parts = [Path(p).stem if ("/" in p or "." in p) and i else p for i, p in enumerate(spec.split(":"))]
     if len(parts) == 2 and parts[1].startswith(parts[0]):
         parts = parts[1:]
@@ -60,22 +64,32 @@ def exact_is_cheap(agent, cells: int) -> bool:
     return cells <= SMALL_BOARD_CELLS or bool(getattr(agent, "cheap_to_evaluate", False))
 
 
-def run_agent(oracle: Oracle, spec: str, episodes: int, seed: int, exact: str, progress: bool,
+def agent_of(spec, oracle: Oracle, seed: int):
+    """The agent of a spec string (``agents.registry``), or ``spec`` itself when it is an agent object or a
+    trained SB3 model (played through ``agents.ppo.PPOAgent``)."""
+    if isinstance(spec, str):
+        return make_agent(spec, oracle.rows, oracle.cols, seed=seed, oracle=oracle)
+    return as_agent(spec)
+
+
+def run_agent(oracle: Oracle, spec, episodes: int, seed: int, exact: str, progress: bool,
               keep_actions: bool = False) -> tuple[dict, object]:  # fmt: skip
-    """Benchmark one agent: ``(row, RegretReport)``; ``row`` has :data:`COLUMNS` and ``by_age``."""
+    """Benchmark one agent (a spec string, an agent object or an SB3 model): ``(row, RegretReport)``; ``row``
+    has :data:`COLUMNS` and ``by_age``."""
     rows, cols = oracle.rows, oracle.cols
-    agent = make_agent(spec, rows, cols, seed=seed, oracle=oracle)
+    agent = agent_of(spec, oracle, seed)
     start = time.perf_counter()
     report = oracle.regret(agent, episodes=episodes, seed=seed, progress=progress, keep_actions=keep_actions)
     row = {
-        "label": label_of(spec), "spec": spec, "episodes": episodes, "mean_score": report.mean_score,
+        "label": label_of(spec), "spec": spec if isinstance(spec, str) else label_of(spec),
+        "episodes": episodes, "mean_score": report.mean_score,
         "score_ci": report.score_ci, "percent_of_optimal": report.percent_of_optimal,
         "mean_regret": report.mean_regret, "regret_ci": report.regret_ci,
         "optimal_move_rate": report.optimal_move_rate, "moves": report.moves,
         "exact_value": None, "exact_percent_of_optimal": None, "exact_states": None, "exact_seconds": None,
     }  # fmt: skip
     if exact == "always" or (exact == "auto" and exact_is_cheap(agent, rows * cols)):
-        agent = make_agent(spec, rows, cols, seed=seed, oracle=oracle)  # fresh generator: exact uses action_probs
+        agent = agent_of(spec, oracle, seed)  # a spec gets a fresh generator: exact uses action_probs
         ev = oracle.evaluate(agent, progress=progress)
         row.update(exact_value=ev.value, exact_percent_of_optimal=ev.percent_of_optimal, exact_states=ev.states,
                    exact_seconds=ev.seconds)  # fmt: skip
@@ -157,7 +171,7 @@ def plot_gap_by_age(result: dict, path, bins: int = 80) -> None:
     plt.close(fig)
 
 
-def write_replays(oracle: Oracle, report, spec: str, k: int, path) -> list[int]:
+def write_replays(oracle: Oracle, report, spec, k: int, path) -> list[int]:
     """The viewer page of ``k`` of the agent's benchmark games, chosen by regret (worst, median, best, ...: see
     :func:`oracle.episodes.chosen_episodes`), replayed from the report's recorded actions.  Returns the episode
     indices shown."""
@@ -165,7 +179,7 @@ def write_replays(oracle: Oracle, report, spec: str, k: int, path) -> list[int]:
     order = np.argsort(-report.episode_regrets, kind="stable").tolist()
     episodes, labels = [], []
     for i in chosen:
-        episode = reenact(report.episode_actions[i], report.seed + i, oracle, agent_name=spec)
+        episode = reenact(report.episode_actions[i], report.seed + i, oracle, agent_name=label_of(spec))
         rank = order.index(i)
         where = {0: "worst", len(order) - 1: "best", (len(order) - 1) // 2: "median"}.get(rank, f"rank {rank + 1}")
         episodes.append(episode)
@@ -176,9 +190,10 @@ def write_replays(oracle: Oracle, report, spec: str, k: int, path) -> list[int]:
     return chosen
 
 
-def run(board: str, specs: list[str], episodes: int = 1000, seed: int = 0, out="results", exact: str = "auto",
+def run(board: str, specs: list, episodes: int = 1000, seed: int = 0, out="results", exact: str = "auto",
         table=None, progress: bool = True, replays: int = 0) -> dict:  # fmt: skip
-    """Benchmark ``specs`` on ``board``; writes the files (see the module docstring) and returns the result.
+    """Benchmark ``specs`` (spec strings, agent objects or trained SB3 models) on ``board``; writes the files (see
+    the module docstring) and returns the result.
     ``replays`` > 0 also writes ``replay-LABEL.html`` per agent with that many of its games (worst first)."""
     import matplotlib.pyplot as plt
 

@@ -6,7 +6,9 @@ An agent is any of:
   cols)`` exponent board, ``info`` the env's info dict with ``action_mask``);
 * an object with ``act_batch(boards, masks) -> int[n]`` (``boards: uint8 (n, rows, cols)``, ``masks: bool
   (n, 4)``), used for many decisions at once (exact evaluation asks for every reachable state);
-* a plain callable ``f(observation, info) -> int``.
+* a plain callable ``f(observation, info) -> int``;
+* a trained Stable-Baselines3 model (``MaskablePPO``, ``PPO``, ...): it plays deterministically through
+  :class:`agents.ppo.PPOAgent`, its observation encoding read from its observation space.
 
 Actions: UP=0, RIGHT=1, DOWN=2, LEFT=3.  The ``agents`` package implements these; anything else with the same
 methods works too.
@@ -19,8 +21,20 @@ from collections.abc import Callable
 import numpy as np
 
 
+def as_agent(agent):
+    """``agent``, or for a Stable-Baselines3 model the agent that plays it (``agents.ppo.PPOAgent``)."""
+    from agents.ppo import is_sb3_model
+
+    if is_sb3_model(agent):
+        from agents.ppo import PPOAgent
+
+        return PPOAgent(agent)
+    return agent
+
+
 def single_decider(agent) -> Callable[[np.ndarray, dict], int]:
     """``f(observation, info) -> int`` for any agent of the protocol."""
+    agent = as_agent(agent)
     if hasattr(agent, "act"):
         return agent.act
     if hasattr(agent, "act_batch"):
@@ -39,6 +53,7 @@ def single_decider(agent) -> Callable[[np.ndarray, dict], int]:
 
 def batch_decider(agent) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """``f(boards uint8 (n, rows, cols), masks bool (n, 4)) -> int64[n]`` for any agent of the protocol."""
+    agent = as_agent(agent)
     if hasattr(agent, "act_batch"):
         return lambda boards, masks: np.asarray(agent.act_batch(boards, masks), np.int64)
     single = single_decider(agent)

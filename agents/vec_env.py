@@ -1,0 +1,125 @@
+"""Stable-Baselines3's ``VecEnv`` over the native :class:`~env2048.vector.Game2048VectorEnv` (extra ``rl``).
+
+SB3 steps a ``DummyVecEnv`` of Python envs one by one; this adapter steps all games in one numba kernel and gives
+MaskablePPO the action masks of every env at once (``env_method("action_masks")``).
+
+    vec = Game2048SB3VecEnv(8, 3, 3, obs_mode="onehot", reward="log")
+    model = MaskablePPO("MlpPolicy", vec, ...)
+
+Semantics are SB3's: a finished game is reset in the same step; the returned observation is the new game's and
+``infos[i]["terminal_observation"]`` the final board's; ``infos[i]["episode"]`` gives the finished game's score
+(``r``, the game score whatever the reward transform), moves (``l``) and wall time (``t``), as SB3's Monitor
+does.  With ``seed(s)`` (or ``reset(seed=s)`` of the native env) env ``i`` plays the games that
+``Game2048Env`` plays after ``reset(seed=s + i)``, then ``reset()`` again and again.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.vec_env import VecEnv
+
+from env2048.vector import Game2048VectorEnv
+
+#: Reward transforms: the game's merge reward as is, or log2(1 + reward) (which tames the late, large merges).
+REWARDS = ("score", "log")
+
+
+def transform_reward(reward: np.ndarray, mode: str) -> np.ndarray:
+    """``float32[n]`` training rewards from the game's merge rewards (``float64[n]``)."""
+    if mode == "score":
+        return reward.astype(np.float32)
+    if mode == "log":
+        return np.log2(1.0 + reward).astype(np.float32)
+    raise ValueError(f"reward must be one of {REWARDS}, got {mode!r}")
+
+
+class Game2048SB3VecEnv(VecEnv):
+    """``num_envs`` games of 2048 on a ``rows`` x ``cols`` board as one SB3 ``VecEnv``.
+
+    ``obs_mode`` ``"onehot"`` (``uint8 (channels, rows, cols)`` per env) or ``"exponent"``; ``reward`` one of
+    :data:`REWARDS`; ``p4``, ``goal_tile`` and ``invalid_action`` as in :class:`~env2048.env.Game2048Env`.
+    """
+
+    def __init__(self, num_envs: int, rows: int = 3, cols: int = 3, p4: float = 0.1, goal_tile: int | None = None,
+                 obs_mode: str = "onehot", reward: str = "score", invalid_action: str = "noop"):  # fmt: skip
+        transform_reward(np.zeros(1), reward)  # validates the mode
+        self.game = Game2048VectorEnv(num_envs, rows, cols, p4=p4, goal_tile=goal_tile,
+                                      invalid_action=invalid_action, obs_mode=obs_mode)  # fmt: skip
+        self.rows, self.cols, self.reward_mode = rows, cols, reward
+        self.render_mode = None
+        super().__init__(num_envs, self.game.single_observation_space, self.game.single_action_space)
+        self._actions: np.ndarray | None = None
+        self._started = np.zeros(num_envs)
+        self._mask = np.zeros((num_envs, 4), bool)
+
+    # -- the VecEnv protocol ----------------------------------------------------------------------------------
+    def reset(self) -> np.ndarray:
+        seeds = None if self._seeds[0] is None else [int(s) for s in self._seeds]
+        obs, info = self.game.reset(seed=seeds)
+        self._reset_seeds()
+        self._mask = info["action_mask"]
+        self._started[:] = time.perf_counter()
+        self.reset_infos = [{} for _ in range(self.num_envs)]
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = np.asarray(actions).reshape(self.num_envs).astype(np.int64)
+
+    def step_wait(self):
+        if self._actions is None:
+            raise RuntimeError("step_wait() without step_async()")
+        obs, reward, terminated, truncated, info = self.game.step(self._actions)
+        self._actions = None
+        done = terminated | truncated
+        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        if done.any():
+            now = time.perf_counter()
+            for i in np.flatnonzero(done):
+                infos[i] = {
+                    "terminal_observation": obs[i].copy(),
+                    "episode": {"r": float(info["score"][i]), "l": int(info["moves"][i]),
+                                "t": round(now - self._started[i], 6)},
+                    "TimeLimit.truncated": bool(truncated[i] and not terminated[i]),
+                }  # fmt: skip
+                self._started[i] = now
+            obs, info = self.game.reset_done(done)
+        self._mask = info["action_mask"]
+        return obs, transform_reward(reward, self.reward_mode), done, infos
+
+    def action_masks(self) -> np.ndarray:
+        """``bool[n, 4]``: the legal moves of every env's current board."""
+        return self._mask.copy()
+
+    def close(self) -> None:
+        self.game.close()
+
+    def _indices(self, indices) -> list[int]:
+        if indices is None:
+            return list(range(self.num_envs))
+        if isinstance(indices, int | np.integer):
+            return [int(indices)]
+        return [int(i) for i in indices]
+
+    def get_attr(self, attr_name: str, indices=None) -> list[Any]:
+        """The attribute is the adapter's (``action_masks``, ``render_mode``, ``rows``, ...), the same for every env."""
+        value = getattr(self, attr_name)
+        return [value for _ in self._indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
+        raise AttributeError(f"the games of a Game2048SB3VecEnv share their settings; cannot set {attr_name!r}")
+
+    def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs) -> list[Any]:
+        """Only ``action_masks`` has a per-env answer (one ``bool[4]`` per env); other methods are refused."""
+        if method_name != "action_masks":
+            raise AttributeError(f"Game2048SB3VecEnv has no per-env method {method_name!r} (only 'action_masks')")
+        masks = self.action_masks()
+        return [masks[i] for i in self._indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
+        return [False for _ in self._indices(indices)]
+
+    def get_images(self):
+        raise NotImplementedError("Game2048SB3VecEnv does not render; use Game2048VectorEnv(render_mode=...)")
