@@ -6,7 +6,9 @@ Training runs in rounds of ``--round`` games until ``--minutes`` of training (or
 have passed.  The learning rate follows ``--schedule``, ``"f:alpha,..."`` pairs: from fraction ``f`` of the
 budget on, ``alpha`` (default: 0.5, then 0.1 from half-time, 0.02 for the last fifth).  The weights are saved
 after every ``--checkpoint-minutes`` and at the end (also on Ctrl-C), to ``--out``; a JSON summary goes next to
-it.  On a board this machine solves, the oracle then gives the greedy player's exact expected score.
+it.  On a board this machine solves, the oracle then gives the greedy player's exact expected score, and with
+``--eval-every N`` (env moves) or ``--eval-every Ns`` (seconds of training) a learning curve goes to
+``OUT.curve.csv`` (see ``experiments.learning_curve``; plot with ``python -m experiments.curves``).
 
 The weights play in the benchmark as ``td:OUT`` (or ``expectimax:D:OUT``).
 """
@@ -21,6 +23,7 @@ from tqdm.auto import tqdm
 from agents.ntuple import NTupleAgent
 from env2048.shape import parse_board
 from experiments.cli import parse_dataclass, write_json
+from experiments.learning_curve import EvalEvery, LearningCurve
 from oracle.oracle import BUILDABLE
 
 
@@ -39,6 +42,9 @@ class Args:
     round: int = 2000
     checkpoint_minutes: float = 2.0
     evaluate: bool = True
+    eval_every: str = ""  # "" = no learning curve; N env moves or Ns seconds of training
+    eval_method: str = "auto"  # auto (exact for the n-tuple player), exact, or regret
+    eval_episodes: int = 300  # regret games per checkpoint (method regret)
     out: str = "results/td-3x3.npz"
 
 
@@ -59,6 +65,20 @@ def alpha_at(schedule: list[tuple[float, float]], fraction: float) -> float:
     return [a for f, a in schedule if f <= fraction][-1]
 
 
+def make_curve(args: Args, out: Path, rows: int, cols: int):
+    """The run's :class:`~experiments.learning_curve.LearningCurve` (``OUT.curve.csv``), or None without
+    ``--eval-every``; a board without a table here cannot have one."""
+    if not args.eval_every:
+        return None
+    every = EvalEvery.parse(args.eval_every)
+    if (rows, cols) not in BUILDABLE:
+        raise ValueError(f"--eval-every needs the board's table: {rows}x{cols} is not solved here")
+    from oracle import Oracle
+
+    oracle = Oracle.for_board(f"{rows}x{cols}")
+    return LearningCurve(out.with_suffix(".curve.csv"), oracle, every, args.eval_method, args.eval_episodes)
+
+
 def train(args: Args) -> dict:
     schedule = parse_schedule(args.schedule)
     rows, cols = parse_board(args.board)
@@ -68,6 +88,7 @@ def train(args: Args) -> dict:
                         stage_shift=args.stage_shift or None)  # fmt: skip
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    curve = make_curve(args, out, rows, cols)
     budget_s = 60 * args.minutes if args.minutes > 0 else float("inf")
     games = moves = 0
     spent = 0.0
@@ -75,6 +96,8 @@ def train(args: Args) -> dict:
     bar = tqdm(total=round(budget_s) if args.games <= 0 else args.games, desc=f"TD {args.board}",
                unit="s" if args.games <= 0 else " games")  # fmt: skip
     try:
+        if curve is not None:
+            curve.record(agent, 0, 0.0)
         while spent < budget_s and (args.games <= 0 or games < args.games):
             fraction = spent / budget_s if args.games <= 0 else games / args.games
             if args.minutes > 0 and args.games > 0:
@@ -88,24 +111,38 @@ def train(args: Args) -> dict:
             if spent - last_checkpoint >= 60 * args.checkpoint_minutes:
                 agent.save(out)
                 last_checkpoint = spent
+            if curve is not None and curve.due(moves, spent):
+                row = curve.record(agent, moves, spent, games=games)
+                bar.write(f"checkpoint {row['checkpoint']}: {moves:,} moves, {spent:.0f} s: "
+                          f"{row['percent_of_optimal']:.2f}% of V* ({row['method']})")  # fmt: skip
     finally:
         bar.close()
         agent.save(out)
+    if curve is not None and (not curve.rows or curve.rows[-1]["env_steps"] != moves):
+        curve.record(agent, moves, spent, games=games)
     summary = {"args": asdict(args), "games": games, "moves": moves, "train_seconds": spent,
                "moves_per_second": moves / spent if spent else None, "weights": str(out)}  # fmt: skip
     test = agent.train(1000, learn=False)
     summary["greedy_1000_games"] = {"mean_score": test.mean_score, "reached": test.max_exponent_counts}
-    if args.evaluate and (rows, cols) in BUILDABLE:
+    last = curve.rows[-1] if curve is not None else None
+    if last is not None and last["method"] == "exact":  # the curve's last checkpoint is this network, exactly
+        summary["exact"] = {"value": last["value"], "optimal_value": last["optimal_value"],
+                            "percent_of_optimal": last["percent_of_optimal"]}  # fmt: skip
+    elif args.evaluate and (rows, cols) in BUILDABLE:
         from oracle import Oracle
 
         exact = Oracle.for_board(f"{rows}x{cols}").evaluate(agent)
         summary["exact"] = {"value": exact.value, "optimal_value": exact.optimal_value,
                             "percent_of_optimal": exact.percent_of_optimal, "states": exact.states}  # fmt: skip
+    if curve is not None:
+        summary["curve"] = str(curve.path)
     write_json(out.with_suffix(".json"), summary)
     line = (f"{games:,} games, {moves:,} moves in {spent:.0f} s ({summary['moves_per_second']:,.0f} moves/s); "
             f"1000 greedy games: mean score {test.mean_score:,.1f}")  # fmt: skip
     if "exact" in summary:
-        line += f"; exact V^pi = {exact.value:.2f} = {exact.percent_of_optimal:.2f}% of V* {exact.optimal_value:.2f}"
+        exact = summary["exact"]
+        line += (f"; exact V^pi = {exact['value']:.2f} = {exact['percent_of_optimal']:.2f}% of V* "
+                 f"{exact['optimal_value']:.2f}")  # fmt: skip
     print(f"{line}\nwrote {out} and {out.with_suffix('.json')}")
     return summary
 
