@@ -143,8 +143,13 @@ def policy_matrix(agent, boards: np.ndarray, masks: np.ndarray) -> np.ndarray:
     return probs
 
 
-def evaluate_policy(oracle, agent, progress: bool = True, batch: int = 1 << 18) -> Evaluation:
-    """Exact :class:`Evaluation` of ``agent`` against ``oracle``'s table (see the module docstring)."""
+def evaluate_policy(oracle, agent, progress: bool = True, batch: int = 1 << 18, on_layer=None) -> Evaluation:
+    """Exact :class:`Evaluation` of ``agent`` against ``oracle``'s table (see the module docstring).
+
+    ``on_layer(age, ids, visits, policy, q)``, if given, sees every batch of boards with a legal move: packed
+    ``ids uint64[m]`` (canonical for a symmetric agent), their visit probabilities ``float64[m]``, the policy
+    ``float64[m, 4]`` and the Q-values ``float64[m, 4]`` (NaN = illegal); e.g. to weight afterstates by how
+    often the policy reaches them."""
     spec = oracle.spec
     if spec.spawn != "random":
         raise ValueError(f"exact evaluation plays the real game; this table's spawn model is {spec.spawn!r}")
@@ -177,6 +182,8 @@ def evaluate_policy(oracle, agent, progress: bool = True, batch: int = 1 << 18) 
             if live.any():
                 policy[live] = policy_matrix(agent, boards[live], masks[live])
                 q = oracle.q_values(part[live])
+                if on_layer is not None:
+                    on_layer(age, part[live], w[live], policy[live], q)
                 regret = np.nanmax(q, axis=1, keepdims=True) - q
                 gap += float(np.sum(w[live] * np.nansum(policy[live] * np.where(np.isnan(q), 0, regret), axis=1)))
             reward_mass, win_mass, c2, w2, c4, w4 = _step_layer(

@@ -261,9 +261,10 @@ class Oracle:
         every game's moves, from which :func:`~oracle.regret.reenact` replays a chosen game."""
         return play_regret(self, agent, episodes, seed, blunder, progress, keep_actions)
 
-    def evaluate(self, agent, progress: bool = True):
-        """Exact V^π(start) and optimality gap by age of ``agent``: an :class:`~oracle.evaluate.Evaluation`."""
-        return evaluate_policy(self, agent, progress)
+    def evaluate(self, agent, progress: bool = True, on_layer=None):
+        """Exact V^π(start) and optimality gap by age of ``agent``: an :class:`~oracle.evaluate.Evaluation`
+        (``on_layer``: see :func:`~oracle.evaluate.evaluate_policy`)."""
+        return evaluate_policy(self, agent, progress, on_layer=on_layer)
 
     def __repr__(self) -> str:
         return (f"Oracle({self.spec.describe()}, {self.n_states:,} states, {self.n_afterstates:,} "

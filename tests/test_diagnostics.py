@@ -1,0 +1,157 @@
+"""Learning diagnostics: supervised fitting to the optimal values (kernel against a pure-Python reference, the
+fit on a 2x3 table), the optimal policy's afterstate visits, and exact learning curves."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agents.fit import _nlms_step, fit_values, predict_values, weighted_mse
+from agents.ntuple import NTupleAgent
+from env2048 import board as B
+from experiments import capacity, curves, train_td
+from experiments.cli import parse_dataclass
+from experiments.learning_curve import COLUMNS, EvalEvery, LearningCurve, read_curve
+from oracle import Oracle
+
+
+@pytest.fixture(scope="module")
+def oracle_2x3():
+    return Oracle.for_board("2x3", progress=False)
+
+
+def reference_slots(agent: NTupleAgent, board_id: int) -> list[int]:
+    """The weight index each symmetric tuple image reads, computed from the definition."""
+    grid = B.unpack(np.uint64(board_id), agent.rows, agent.cols).ravel().astype(int)
+    base, shift, stages, size = agent.layout
+    age = sum(1 << int(e) for e in grid if e)
+    stage = min(age >> shift, stages - 1)
+    out = []
+    for cells, t in zip(agent.rows_cells, agent.rows_tuple, strict=True):
+        idx = 0
+        for c in cells:
+            if c < 0:
+                break
+            idx = idx * base + min(int(grid[c]), base - 1)
+        out.append(stage * size + int(agent.offsets[t]) + idx)
+    return out
+
+
+@settings(max_examples=40)
+@given(st.integers(0, 2**36 - 1), st.floats(-50, 50), st.floats(0.05, 1.0), st.integers(0, 3))
+def test_nlms_step_matches_the_reference(raw, target, alpha, seed):
+    """One step: V moves by alpha * (target - V), the error split by the squared multiplicities of the slots."""
+    agent = NTupleAgent(3, 3, tuples=[[0, 1, 2], [0, 4, 8], [1, 4]], stages=2, stage_shift=5, seed=seed)
+    agent.weights[:] = np.random.default_rng(seed).normal(size=agent.weights.size).astype(np.float32)
+    grid = [(raw >> (4 * c)) & 7 for c in range(9)]  # exponents 0..7
+    b = int(B.pack(np.array(grid, np.uint8).reshape(3, 3)))
+    slots = reference_slots(agent, b)
+    value = float(sum(agent.weights[s] for s in slots))
+    norm = sum(slots.count(s) for s in slots)
+    expected = agent.weights.astype(np.float64).copy()
+    for s in slots:
+        expected[s] += alpha * (target - value) / norm
+    before = _nlms_step(np.uint64(b), target, alpha, *agent._args(), np.empty(len(slots), np.int64))
+    assert before == pytest.approx(value, rel=1e-5, abs=1e-5)
+    np.testing.assert_allclose(agent.weights, expected, rtol=1e-5, atol=1e-5)
+    after = float(sum(agent.weights[s] for s in slots))
+    assert after == pytest.approx(value + alpha * (target - value), rel=1e-4, abs=1e-4)
+
+
+def test_fit_to_the_optimal_values_plays_optimally_on_2x3(oracle_2x3):
+    ids, targets = capacity.table_afterstates(oracle_2x3)
+    assert ids.size == oracle_2x3.n_afterstates
+    agent = NTupleAgent(2, 3, seed=0)
+    before = weighted_mse(agent, ids, targets)
+    records = fit_values(agent, ids, targets, epochs=3, alpha=1.0, decay=1.0, progress=False)
+    after = weighted_mse(agent, ids, targets)
+    assert after < 1e-6 * before and records[0].train_mse > records[-1].train_mse
+    np.testing.assert_allclose(predict_values(agent, ids), targets, rtol=1e-5, atol=1e-3)
+    exact = oracle_2x3.evaluate(agent, progress=False)
+    assert exact.gap == pytest.approx(0.0, abs=1e-6 * oracle_2x3.start_value)
+    assert exact.value == pytest.approx(oracle_2x3.start_value, rel=1e-6)
+
+
+def test_a_smaller_step_still_reduces_the_loss(oracle_2x3):
+    ids, targets = capacity.table_afterstates(oracle_2x3)
+    agent = NTupleAgent(2, 3, tuples=[[0, 1, 2], [0, 1, 3, 4]], seed=0)
+    losses = [weighted_mse(agent, ids, targets)]
+    for e in range(3):
+        fit_values(agent, ids, targets, epochs=1, alpha=0.3, decay=1.0, seed=e, progress=False)
+        losses.append(weighted_mse(agent, ids, targets))
+    assert losses[-1] < losses[1] < losses[0]
+    with pytest.raises(ValueError, match="alpha and decay"):
+        fit_values(agent, ids, targets, alpha=1.5)
+
+
+def test_optimal_visits(oracle_2x3):
+    """The afterstate masses of the optimal policy sum to its expected number of moves; each value is the
+    table's afterstate value."""
+    ids, values, mass = capacity.optimal_visits(oracle_2x3, progress=False)
+    assert np.all(np.diff(ids.astype(np.float64)) > 0) and (mass > 0).all()
+    exact = oracle_2x3.evaluate(capacity.OptimalAgent(oracle_2x3), progress=False)
+    assert mass.sum() == pytest.approx(exact.visits.sum(), rel=1e-9)
+    table_ids, table_values = capacity.table_afterstates(oracle_2x3)
+    order = np.argsort(table_ids)
+    pos = np.searchsorted(table_ids[order], ids)
+    np.testing.assert_array_equal(table_ids[order][pos], ids)
+    np.testing.assert_allclose(table_values[order][pos], values, rtol=1e-9, atol=1e-9)
+    agent = NTupleAgent(2, 3, seed=0)
+    before = weighted_mse(agent, ids, values, mass)
+    fit_values(agent, ids, values, epochs=10, alpha=1.0, decay=1.0, sample_weights=mass, progress=False)
+    assert weighted_mse(agent, ids, values, mass) < 0.01 * before  # draws by mass: the rarest may be missed
+
+
+def test_capacity_cli_writes_the_network_and_summary(tmp_path):
+    args = parse_dataclass(capacity.Args, ["--board", "2x3", "--epochs", "2", "--alpha", "1", "--decay", "1",
+                                           "--out", str(tmp_path / "c.npz")])  # fmt: skip
+    summary = capacity.run(args, progress=False)
+    assert summary["percent_of_optimal"] == pytest.approx(100.0, abs=1e-4)
+    assert (tmp_path / "c.npz").exists() and (tmp_path / "c.json").exists()
+    assert NTupleAgent.load(tmp_path / "c.npz").weights.size == summary["n_weights"]
+    with pytest.raises(ValueError, match="weighting"):
+        capacity.run(parse_dataclass(capacity.Args, ["--board", "2x3", "--weighting", "often"]), progress=False)
+
+
+def test_eval_every_parsing():
+    assert EvalEvery.parse("60s") == EvalEvery(60.0, "seconds")
+    assert EvalEvery.parse("500000") == EvalEvery(500000.0, "steps")
+    for bad in ("", "0", "-5s", "often"):
+        with pytest.raises(ValueError, match="eval-every"):
+            EvalEvery.parse(bad)
+
+
+def test_train_td_writes_an_exact_learning_curve(tmp_path):
+    out = tmp_path / "td.npz"
+    summary = train_td.train(parse_dataclass(train_td.Args, [
+        "--board", "2x3", "--games", "3000", "--round", "500", "--minutes", "0", "--eval-every", "2000",
+        "--out", str(out)]))  # fmt: skip
+    path = tmp_path / "td.curve.csv"
+    with open(path, newline="") as fh:
+        assert tuple(csv.DictReader(fh).fieldnames) == COLUMNS
+    rows = read_curve(path)
+    assert rows[0]["checkpoint"] == 0 and rows[0]["env_steps"] == 0
+    steps = [r["env_steps"] for r in rows]
+    assert steps == sorted(steps) and len(rows) >= 3 and rows[-1]["games"] == 3000
+    assert {r["method"] for r in rows} == {"exact"}
+    assert rows[-1]["percent_of_optimal"] == pytest.approx(summary["exact"]["percent_of_optimal"])
+    agent = NTupleAgent.load(out)
+    assert rows[-1]["value"] == pytest.approx(Oracle.for_board("2x3").evaluate(agent, progress=False).value)
+    curves.main([str(path), str(path), "--labels", "a,b", "--out", str(tmp_path / "c.png")])
+    assert (tmp_path / "c.png").stat().st_size > 0
+
+
+def test_regret_checkpoints_have_a_confidence_interval(oracle_2x3, tmp_path):
+    curve = LearningCurve(tmp_path / "r.curve.csv", oracle_2x3, EvalEvery(10, "steps"), method="regret", episodes=40)
+    agent = NTupleAgent(2, 3, seed=0)
+    row = curve.record(agent, env_steps=0, train_seconds=0.0)
+    report = oracle_2x3.regret(agent, episodes=40, seed=1_000_000, progress=False)
+    assert row["method"] == "regret" and row["value_ci"] > 0
+    assert row["value"] == pytest.approx(oracle_2x3.start_value - report.mean_regret)
+    assert not curve.due(5, 0.0) and curve.due(10, 0.0)
+    with pytest.raises(ValueError, match="eval method"):
+        LearningCurve(tmp_path / "x.csv", oracle_2x3, None, method="guess")
