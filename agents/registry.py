@@ -10,6 +10,7 @@ Specs (``PATH`` is a file written by the agent's training script):
 ``expectimax:D:PATH``       expectimax to depth D on a trained n-tuple network (``.npz``)
 ``td:PATH``                 trained n-tuple network, greedy 1-ply (``.npz`` from ``experiments.train_td``)
 ``ppo:PATH``                MaskablePPO model (``.zip`` from ``experiments.train_ppo``)
+``policy:PATH``             torch policy net imitating the optimum (``.pt`` from ``experiments.imitate``)
 ``package.module:factory``  your own: ``factory(rows=, cols=, seed=)`` returns an agent (see oracle.agent)
 ==========================  ==============================================================================
 """
@@ -23,8 +24,8 @@ from .expectimax import MAX_DEPTH, ExpectimaxAgent
 from .ntuple import NTupleAgent
 from .simple import GreedyAgent, OptimalAgent, RandomAgent
 
-NAMES = ("random", "greedy", "optimal", "expectimax", "td", "ppo")
-USAGE = "random, greedy, optimal, expectimax:D[:PATH], td:PATH, ppo:PATH or package.module:factory"
+NAMES = ("random", "greedy", "optimal", "expectimax", "td", "ppo", "policy")
+USAGE = "random, greedy, optimal, expectimax:D[:PATH], td:PATH, ppo:PATH, policy:PATH or package.module:factory"
 
 
 def _file(path: str, spec: str) -> Path:
@@ -68,6 +69,15 @@ def make_agent(spec: str, rows: int, cols: int, seed: int = 0, oracle=None):
             raise ValueError("agent 'td' needs a weights file: td:PATH")
         agent = _network(rest, spec, rows, cols)
         agent.name = "td"
+        return agent
+    if name == "policy":
+        if not rest:
+            raise ValueError("agent 'policy' needs a model file: policy:PATH")
+        from .imitation import PolicyNetAgent
+
+        agent = PolicyNetAgent.load(_file(rest, spec))
+        if (agent.rows, agent.cols) != (rows, cols):
+            raise ValueError(f"agent {spec!r}: the net plays {agent.rows}x{agent.cols}, not {rows}x{cols}")
         return agent
     if name == "ppo":
         if not rest:

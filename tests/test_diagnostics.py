@@ -1,5 +1,6 @@
 """Learning diagnostics: supervised fitting to the optimal values (kernel against a pure-Python reference, the
-fit on a 2x3 table), the optimal policy's afterstate visits, and exact learning curves."""
+fit on a 2x3 table), the optimal policy's afterstate visits, exact learning curves, and imitation (behaviour
+cloning, DAgger) of the oracle's moves."""
 
 from __future__ import annotations
 
@@ -11,9 +12,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agents.fit import _nlms_step, fit_values, predict_values, weighted_mse
+from agents.imitation import (
+    PolicyNetAgent,
+    action_from_frame,
+    canonical_frame,
+    collect_states,
+    fit_ntuple_actions,
+    fit_policy_net,
+    masks_to_frame,
+)
 from agents.ntuple import NTupleAgent
+from agents.registry import make_agent
+from agents.simple import OptimalAgent
 from env2048 import board as B
-from experiments import capacity, curves, train_td
+from experiments import capacity, curves, imitate, train_td
 from experiments.cli import parse_dataclass
 from experiments.learning_curve import COLUMNS, EvalEvery, LearningCurve, read_curve
 from oracle import Oracle
@@ -155,3 +167,68 @@ def test_regret_checkpoints_have_a_confidence_interval(oracle_2x3, tmp_path):
     assert not curve.due(5, 0.0) and curve.due(10, 0.0)
     with pytest.raises(ValueError, match="eval method"):
         LearningCurve(tmp_path / "x.csv", oracle_2x3, None, method="guess")
+
+
+# -- imitation --------------------------------------------------------------------------------------------------
+@settings(max_examples=30)
+@given(st.lists(st.integers(0, 4), min_size=9, max_size=9), st.integers(0, 3))
+def test_canonical_frame_maps_boards_and_moves(cells, action):
+    ids = np.array([B.pack(np.array(cells, np.uint8).reshape(3, 3))], np.uint64)
+    canon, which = canonical_frame(ids, 3, 3)
+    assert canon[0] == B.canonical(ids, 3, 3)[0]
+    np.testing.assert_array_equal(masks_to_frame(B.legal_actions(ids, 3, 3), which, 3, 3),
+                                  B.legal_actions(canon, 3, 3))  # fmt: skip
+    framed = masks_to_frame(np.eye(4, dtype=bool)[[action]], which, 3, 3).argmax(axis=1)
+    after, reward = B.move(ids, action, 3, 3)
+    after_c, reward_c = B.move(canon, framed, 3, 3)
+    assert B.canonical(after, 3, 3)[0] == B.canonical(after_c, 3, 3)[0] and reward[0] == reward_c[0]
+    assert action_from_frame(framed, which, 3, 3)[0] == action
+
+
+def test_labels_are_the_oracles_best_moves(oracle_2x3):
+    """Boards met by the learner's own play (DAgger) carry the oracle's legal and optimal moves."""
+    learner = NTupleAgent(2, 3, seed=0)
+    data, steps = collect_states(oracle_2x3, learner, 600, seed=3, expert_fraction=0.3,
+                                 expert=OptimalAgent(oracle_2x3))  # fmt: skip
+    assert len(data) == 600 and steps >= 600
+    for b, legal, optimal in zip(data.ids[:200], data.legal[:200], data.optimal[:200], strict=True):
+        np.testing.assert_array_equal(legal, B.legal_actions(b, 2, 3))
+        np.testing.assert_array_equal(optimal, oracle_2x3.best_actions(b))
+
+
+def test_ranking_fit_makes_the_ntuple_network_choose_optimal_moves(oracle_2x3):
+    data, _ = collect_states(oracle_2x3, OptimalAgent(oracle_2x3), 8000, seed=0)
+    agent = NTupleAgent(2, 3, seed=0)
+    losses = fit_ntuple_actions(agent, data, epochs=5, alpha=1.0, margin=1.0)
+    assert losses[-1] < 0.05 * losses[0]
+    chosen = agent.act_batch(B.unpack(data.ids, 2, 3), data.legal)
+    assert data.optimal[np.arange(len(data)), chosen].mean() > 0.99
+
+
+def test_policy_net_fit_save_load_and_spec(oracle_2x3, tmp_path):
+    data, _ = collect_states(oracle_2x3, OptimalAgent(oracle_2x3), 3000, seed=1)
+    agent = PolicyNetAgent(2, 3, kind="cnn", hidden=32, seed=0)
+    losses = fit_policy_net(agent, data, epochs=4, lr=3e-3)
+    assert losses[-1] < losses[0]
+    boards = B.unpack(data.ids, 2, 3)
+    chosen = agent.act_batch(boards, data.legal)
+    assert data.legal[np.arange(len(data)), chosen].all()
+    assert data.optimal[np.arange(len(data)), chosen].mean() > 0.6
+    agent.save(tmp_path / "p.pt")
+    again = make_agent(f"policy:{tmp_path / 'p.pt'}", 2, 3)
+    np.testing.assert_array_equal(again.act_batch(boards, data.legal), chosen)
+    with pytest.raises(ValueError, match="plays 2x3"):
+        make_agent(f"policy:{tmp_path / 'p.pt'}", 3, 3)
+
+
+def test_imitate_cli_curve_counts_labels(tmp_path):
+    args = parse_dataclass(imitate.Args, ["--board", "2x3", "--learner", "ntuple", "--method", "dagger", "--labels",
+                                          "900", "--rounds", "3", "--out", str(tmp_path / "d")])  # fmt: skip
+    summary = imitate.run(args, progress=False)
+    rows = read_curve(tmp_path / "d.curve.csv")
+    assert [r["labels"] for r in rows] == [300, 600, 900]
+    assert [r["checkpoint"] for r in rows] == [0, 1, 2]
+    assert summary["final_percent_of_optimal"] == rows[-1]["percent_of_optimal"] > 0
+    assert NTupleAgent.load(tmp_path / "d.npz").rows == 2
+    with pytest.raises(ValueError, match="--learner"):
+        imitate.run(parse_dataclass(imitate.Args, ["--learner", "svm"]), progress=False)
