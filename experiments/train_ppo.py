@@ -2,8 +2,12 @@
 
     python -m experiments.train_ppo [--board 3x3] [--timesteps 3000000] [--seed 0] [--out results/ppo-3x3] ...
 
-The policy sees the one-hot observation (``obs_mode="onehot"``) and only legal moves (action masks).  Rewards
-are the game's merge rewards, normalised by sb3's running estimate (``VecNormalize``, rewards only).  Every
+The policy sees the one-hot observation (``--obs onehot``, or ``exponent``) and only legal moves (action
+masks).  The games run in the native vector env through :class:`agents.vec_env.Game2048SB3VecEnv` (``--vec
+native``; ``dummy`` is SB3's DummyVecEnv of single envs).  Rewards are the game's merge rewards (``--reward
+score``) or log2(1 + reward) (``log``), normalised by sb3's running estimate (``VecNormalize``, rewards only).
+With ``--eval-every N`` (env steps) or ``Ns`` (seconds) a learning curve goes to ``OUT/curve.csv`` (see
+``experiments.learning_curve``).  Every
 ``--checkpoint-every`` steps the model is saved under ``OUT/checkpoints/`` (an interrupted run keeps them);
 at the end ``OUT/model.zip`` and ``OUT/summary.json``: training time and speed, then, from the oracle, the exact
 expected score of the deterministic policy (% of optimal) and ``--eval-episodes`` games of regret.
@@ -23,6 +27,7 @@ import env2048  # noqa: F401  (registers the environments)
 from agents.ppo import PPOAgent
 from env2048.shape import parse_board
 from experiments.cli import parse_dataclass, write_json
+from experiments.learning_curve import EvalEvery, LearningCurve
 
 
 @dataclass
@@ -41,8 +46,14 @@ class Args:
     gae_lambda: float = 0.95
     ent_coef: float = 0.01
     net: str = "256,256"
+    obs: str = "onehot"  # onehot or exponent
+    reward: str = "score"  # score or log (log2(1 + merge reward))
+    vec: str = "native"  # native (one numba kernel for all envs) or dummy (SB3's DummyVecEnv)
     checkpoint_every: int = 250_000
     eval_episodes: int = 1000
+    eval_every: str = ""  # "" = no learning curve; N env steps or Ns seconds of training
+    eval_method: str = "regret"  # regret (fixed seeded games, with a CI), exact, or auto
+    curve_episodes: int = 300  # regret games per curve checkpoint
     out: str = "results/ppo-3x3"
 
 
@@ -51,9 +62,19 @@ def make_model(args: Args):
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
+    from agents.vec_env import Game2048SB3VecEnv
+
     rows, cols = parse_board(args.board)
-    env_id = f"Solved2048-{rows}x{cols}"
-    vec = make_vec_env(env_id, n_envs=args.n_envs, seed=args.seed, env_kwargs={"obs_mode": "onehot", "oracle": False})
+    if args.obs not in ("onehot", "exponent") or args.vec not in ("native", "dummy"):
+        raise ValueError(f"--obs must be onehot or exponent and --vec native or dummy, got {args.obs!r}, {args.vec!r}")
+    if args.vec == "native":
+        vec = Game2048SB3VecEnv(args.n_envs, rows, cols, obs_mode=args.obs, reward=args.reward)
+        vec.seed(args.seed)
+    else:
+        if args.reward != "score":
+            raise ValueError("--reward log needs --vec native")
+        vec = make_vec_env(f"Solved2048-{rows}x{cols}", n_envs=args.n_envs, seed=args.seed,
+                           env_kwargs={"obs_mode": args.obs, "oracle": False})  # fmt: skip
     vec = VecNormalize(vec, norm_obs=False, norm_reward=True, gamma=args.gamma)
     policy_kwargs = {"net_arch": [int(x) for x in args.net.split(",")]}
     return MaskablePPO("MlpPolicy", vec, learning_rate=args.learning_rate, n_steps=args.n_steps,
@@ -71,6 +92,11 @@ def train(args: Args) -> dict:
     out = Path(args.out)
     (out / "checkpoints").mkdir(parents=True, exist_ok=True)
     model = make_model(args)
+    oracle = Oracle.for_board(args.board)
+    curve = None
+    if args.eval_every:
+        every = EvalEvery.parse(args.eval_every)
+        curve = LearningCurve(out / "curve.csv", oracle, every, args.eval_method, args.curve_episodes, run=out.name)
 
     class Progress(BaseCallback):
         """tqdm over environment steps, mean score of finished games, periodic checkpoints."""
@@ -80,6 +106,23 @@ def train(args: Args) -> dict:
             self.bar = tqdm(total=args.timesteps, unit="step", desc=f"MaskablePPO {args.board}")
             self.scores: list[float] = []
             self.next_checkpoint = args.checkpoint_every
+            self.evaluating = 0.0  # seconds spent on curve checkpoints, not training
+
+        def trained_seconds(self) -> float:
+            return time.perf_counter() - start - self.evaluating
+
+        def _on_training_start(self) -> None:
+            if curve is not None:
+                self.checkpoint()
+
+        def checkpoint(self) -> None:
+            t = time.perf_counter()
+            row = curve.record(PPOAgent(self.model), self.num_timesteps, self.trained_seconds(),
+                               games=len(self.scores))  # fmt: skip
+            self.evaluating += time.perf_counter() - t
+            share, ci = row["percent_of_optimal"], row["percent_ci"]
+            self.bar.write(f"checkpoint {row['checkpoint']}: {self.num_timesteps:,} steps: {share:.2f} ± {ci:.2f}% "
+                           f"of V* ({row['method']})")  # fmt: skip
 
         def _on_step(self) -> bool:
             self.bar.update(self.training_env.num_envs)
@@ -92,6 +135,8 @@ def train(args: Args) -> dict:
             if self.num_timesteps >= self.next_checkpoint:
                 self.model.save(out / "checkpoints" / f"step{self.num_timesteps}.zip")
                 self.next_checkpoint += args.checkpoint_every
+            if curve is not None and curve.due(self.num_timesteps, self.trained_seconds()):
+                self.checkpoint()
             return True
 
     progress = Progress()
@@ -101,7 +146,9 @@ def train(args: Args) -> dict:
     finally:
         progress.bar.close()
         model.save(out / "model.zip")
-    seconds = time.perf_counter() - start
+    seconds = time.perf_counter() - start - progress.evaluating
+    if curve is not None and curve.rows[-1]["env_steps"] != model.num_timesteps:
+        progress.checkpoint()
     recent = progress.scores[-1000:]
     summary = {
         "args": asdict(args),
@@ -110,9 +157,9 @@ def train(args: Args) -> dict:
         "training_games": len(progress.scores),
         "mean_score_last_1000_training_games": sum(recent) / max(len(recent), 1),
         "model": str(out / "model.zip"),
+        "curve": str(curve.path) if curve is not None else None,
     }
     agent = PPOAgent(model, seed=args.seed)
-    oracle = Oracle.for_board(args.board)
     exact = oracle.evaluate(agent)
     report = oracle.regret(agent, episodes=args.eval_episodes, seed=args.seed)
     summary["exact"] = {k: v for k, v in exact.to_dict().items() if k not in ("ages", "visits", "gap_by_age")}

@@ -46,3 +46,21 @@ def test_train_ppo_saves_a_model_the_benchmark_can_load(tmp_path):
     assert summary["exact"]["value"] == pytest.approx(exact.value)
     with pytest.raises(ValueError, match="2x2, not 3x3"):
         make_agent(f"ppo:{tmp_path / 'ppo' / 'model.zip'}", 3, 3)
+
+
+def test_train_ppo_learning_curve_with_log_rewards_and_exponent_boards(tmp_path):
+    pytest.importorskip("sb3_contrib")
+    from experiments import train_ppo
+    from experiments.learning_curve import read_curve
+
+    args = train_ppo.Args(board="2x3", timesteps=1024, n_envs=4, n_steps=64, batch_size=64, n_epochs=1,
+                          obs="exponent", reward="log", eval_episodes=10, eval_every="512", curve_episodes=20,
+                          out=str(tmp_path / "ppo"))  # fmt: skip
+    summary = train_ppo.train(args)
+    rows = read_curve(tmp_path / "ppo" / "curve.csv")
+    assert [r["env_steps"] for r in rows][0] == 0 and rows[-1]["env_steps"] == 1024 and len(rows) >= 3
+    assert all(r["method"] == "regret" and r["value_ci"] > 0 for r in rows)
+    agent = make_agent(f"ppo:{tmp_path / 'ppo' / 'model.zip'}", 2, 3)
+    assert agent.encoding == "exponent" and summary["curve"].endswith("curve.csv")
+    with pytest.raises(ValueError, match="--vec native"):
+        train_ppo.make_model(train_ppo.Args(board="2x3", vec="dummy", reward="log"))
