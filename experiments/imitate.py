@@ -99,8 +99,11 @@ def run(args: Args, progress: bool = True) -> dict:
         rounds.append({"round": k, "labels": len(data), "env_steps": steps, "losses": losses,
                        "percent_of_optimal": row["percent_of_optimal"], "method": row["method"]})  # fmt: skip
         if progress:
-            print(f"{args.method} {args.learner} round {k}: {len(data):,} labels, loss {losses[-1]:.4f}: "
-                  f"{row['percent_of_optimal']:.2f}% of V* ({row['method']})", flush=True)
+            print(
+                f"{args.method} {args.learner} round {k}: {len(data):,} labels, loss {losses[-1]:.4f}: "
+                f"{row['percent_of_optimal']:.2f}% of V* ({row['method']})",
+                flush=True,
+            )
     model_path = out.with_suffix(".npz" if args.learner == "ntuple" else ".pt")
     model_path.parent.mkdir(parents=True, exist_ok=True)
     learner.save(model_path)
