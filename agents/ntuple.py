@@ -217,6 +217,30 @@ def train_episodes(n_episodes, T, p4, alpha, key, weights, offsets, rows_cells, 
     return scores, n_moves, top, key
 
 
+@numba.njit(cache=True, parallel=True)
+def train_episodes_parallel(episodes_per_thread, T, p4, alpha, keys, weights, offsets, rows_cells, rows_tuple,
+                            layout, learn, coherence_e, coherence_a):  # fmt: skip
+    """:func:`train_episodes` on ``len(keys)`` threads at once, all updating the same ``weights`` without locks
+    ("Hogwild": a rare lost update among millions does not matter to TD, and the order of updates is not
+    reproducible).  Thread ``t`` plays ``episodes_per_thread[t]`` games from ``keys[t]`` (updated in place).
+    Returns ``(scores, moves, max_exponent)`` over all games (thread-major)."""
+    n_threads = keys.shape[0]
+    starts = np.zeros(n_threads + 1, np.int64)
+    for t in range(n_threads):
+        starts[t + 1] = starts[t] + episodes_per_thread[t]
+    scores = np.zeros(starts[-1], np.int64)
+    n_moves = np.zeros(starts[-1], np.int64)
+    top = np.zeros(starts[-1], np.int64)
+    for t in numba.prange(n_threads):
+        s, m, x, key = train_episodes(episodes_per_thread[t], T, p4, alpha, keys[t], weights, offsets, rows_cells,
+                                      rows_tuple, layout, learn, coherence_e, coherence_a)  # fmt: skip
+        keys[t] = key
+        scores[starts[t] : starts[t + 1]] = s
+        n_moves[starts[t] : starts[t + 1]] = m
+        top[starts[t] : starts[t + 1]] = x
+    return scores, n_moves, top
+
+
 @numba.njit(cache=True)
 def _act_many(ids, T, weights, offsets, rows_cells, rows_tuple, layout):
     out = np.zeros(ids.shape[0], np.int64)
@@ -305,14 +329,29 @@ class NTupleAgent(Agent):
         """V of one packed afterstate."""
         return float(evaluate_afterstate(np.uint64(afterstate), *self._args()))
 
-    def train(self, episodes: int, learn: bool = True) -> TrainStats:
-        """Play ``episodes`` games, learning unless ``learn=False``; returns scores and speed."""
+    def train(self, episodes: int, learn: bool = True, threads: int = 1) -> TrainStats:
+        """Play ``episodes`` games, learning unless ``learn=False``; returns scores and speed.
+
+        ``threads`` > 1 plays the games on that many threads sharing the weights (see
+        :func:`train_episodes_parallel`): faster, but not reproducible from the seed; 1 is exactly reproducible.
+        """
+        if threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
         t = time.perf_counter()
         alpha = self.alpha / self.rows_cells.shape[0]
-        scores, moves, top, key = train_episodes(
-            int(episodes), self._T, self.p4, alpha, self.key, *self._args(), learn, self.coherence_e, self.coherence_a
-        )
-        self.key = np.uint64(key)  # numba hands a uint64 back as a Python int; keep the generator state unsigned
+        if threads == 1:
+            scores, moves, top, key = train_episodes(int(episodes), self._T, self.p4, alpha, self.key, *self._args(),
+                                                     learn, self.coherence_e, self.coherence_a)  # fmt: skip
+            self.key = np.uint64(key)  # numba hands a uint64 back as a Python int; keep the generator state unsigned
+        else:
+            per = np.full(threads, episodes // threads, np.int64)
+            per[: episodes % threads] += 1
+            keys = np.array([self.key], np.uint64) + np.arange(1, threads + 1, dtype=np.uint64) * np.uint64(
+                0x9E3779B97F4A7C15
+            )  # distinct SplitMix64 streams, one per thread
+            scores, moves, top = train_episodes_parallel(per, self._T, self.p4, alpha, keys, *self._args(), learn,
+                                                         self.coherence_e, self.coherence_a)  # fmt: skip
+            self.key = np.uint64(keys[-1])
         dt = time.perf_counter() - t
         counts = {int(1 << k): int((top >= k).sum()) for k in np.unique(top)}
         return TrainStats(int(episodes), int(moves.sum()), dt, float(scores.mean()), counts)

@@ -39,6 +39,7 @@ class Args:
     stages: int = 0  # 0: the board's default (agents.ntuple.DEFAULT_STAGES)
     stage_shift: int = 0  # 0: the board's default
     seed: int = 0
+    threads: int = 1  # games played at once on shared weights ("Hogwild"); 1 = reproducible from the seed
     round: int = 2000
     checkpoint_minutes: float = 2.0
     evaluate: bool = True
@@ -104,7 +105,7 @@ def train(args: Args) -> dict:
                 fraction = max(spent / budget_s, games / args.games)
             agent.alpha = alpha_at(schedule, fraction)
             n = args.round if args.games <= 0 else min(args.round, args.games - games)
-            stats = agent.train(n)
+            stats = agent.train(n, threads=args.threads)
             games, moves, spent = games + n, moves + stats.moves, spent + stats.seconds
             bar.update(round(spent) - bar.n if args.games <= 0 else n)
             bar.set_postfix(games=games, score=f"{stats.mean_score:.0f}", alpha=agent.alpha)

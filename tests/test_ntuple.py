@@ -155,3 +155,18 @@ def test_td_update_matches_reference(case):
     _td_update(b, 7.5, 0.1, *agent._args())
     np.testing.assert_array_equal(agent.weights, expected)
     assert not np.array_equal(agent.weights, before)
+
+
+def test_parallel_training_learns_and_keeps_the_single_thread_path_reproducible():
+    """threads=2 plays the asked number of games on shared weights and learns; threads=1 stays bit-for-bit
+    reproducible from the seed."""
+    a, b = NTupleAgent(2, 3, seed=4), NTupleAgent(2, 3, seed=4)
+    assert a.train(300).mean_score == b.train(300).mean_score
+    np.testing.assert_array_equal(a.weights, b.weights)
+    c = NTupleAgent(2, 3, seed=4)
+    before = c.train(500, learn=False).mean_score
+    stats = c.train(3000, threads=2)
+    assert max(stats.max_exponent_counts.values()) == 3000  # every game counted once
+    assert c.train(500, learn=False).mean_score > before
+    with pytest.raises(ValueError, match="threads"):
+        c.train(10, threads=0)
