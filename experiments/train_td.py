@@ -3,18 +3,21 @@
     python -m experiments.train_td [--board 3x3] [--minutes 10] [--games 0] [--seed 0] [--out results/td-3x3.npz]
 
 Training runs in rounds of ``--round`` games until ``--minutes`` of training (or ``--games`` games, if given)
-have passed.  The learning rate follows ``--schedule``, ``"f:alpha,..."`` pairs: from fraction ``f`` of the
-budget on, ``alpha`` (default: 0.5, then 0.1 from half-time, 0.02 for the last fifth).  The weights are saved
-after every ``--checkpoint-minutes`` and at the end (also on Ctrl-C), to ``--out``; a JSON summary goes next to
-it.  On a board this machine solves, the oracle then gives the greedy player's exact expected score, and with
-``--eval-every N`` (env moves) or ``--eval-every Ns`` (seconds of training) a learning curve goes to
-``OUT.curve.csv`` (see ``experiments.learning_curve``; plot with ``python -m experiments.curves``).
+have passed, on ``--threads`` threads that share the weights (default: all cores; a time budget is not
+reproducible anyway, while ``--threads 1 --games N`` replays exactly from the seed).  The learning rate follows
+``--schedule``, ``"f:alpha,..."`` pairs: from fraction ``f`` of the budget on, ``alpha`` (default: 0.5, then 0.1
+from half-time, 0.02 for the last fifth).  The weights are saved after every ``--checkpoint-minutes`` and at the
+end (also on Ctrl-C), to ``--out``; a JSON summary goes next to it.  On a board this machine solves, the oracle
+then gives the greedy player's exact expected score, and with ``--eval-every N`` (env moves) or ``--eval-every
+Ns`` (seconds of training) a learning curve goes to ``OUT.curve.csv`` (see ``experiments.learning_curve``; plot
+with ``python -m experiments.curves``).
 
 The weights play in the benchmark as ``td:OUT`` (or ``expectimax:D:OUT``).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -39,7 +42,7 @@ class Args:
     stages: int = 0  # 0: the board's default (agents.ntuple.DEFAULT_STAGES)
     stage_shift: int = 0  # 0: the board's default
     seed: int = 0
-    threads: int = 1  # games played at once on shared weights ("Hogwild"); 1 = reproducible from the seed
+    threads: int = 0  # games played at once on shared weights ("Hogwild"); 0 = all cores; 1 = reproducible
     round: int = 2000
     checkpoint_minutes: float = 2.0
     evaluate: bool = True
@@ -90,6 +93,7 @@ def train(args: Args) -> dict:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     curve = make_curve(args, out, rows, cols)
+    threads = args.threads or os.cpu_count() or 1
     budget_s = 60 * args.minutes if args.minutes > 0 else float("inf")
     games = moves = 0
     spent = 0.0
@@ -105,7 +109,7 @@ def train(args: Args) -> dict:
                 fraction = max(spent / budget_s, games / args.games)
             agent.alpha = alpha_at(schedule, fraction)
             n = args.round if args.games <= 0 else min(args.round, args.games - games)
-            stats = agent.train(n, threads=args.threads)
+            stats = agent.train(n, threads=threads)
             games, moves, spent = games + n, moves + stats.moves, spent + stats.seconds
             bar.update(round(spent) - bar.n if args.games <= 0 else n)
             bar.set_postfix(games=games, score=f"{stats.mean_score:.0f}", alpha=agent.alpha)
@@ -121,7 +125,7 @@ def train(args: Args) -> dict:
         agent.save(out)
     if curve is not None and (not curve.rows or curve.rows[-1]["env_steps"] != moves):
         curve.record(agent, moves, spent, games=games)
-    summary = {"args": asdict(args), "games": games, "moves": moves, "train_seconds": spent,
+    summary = {"args": asdict(args), "threads": threads, "games": games, "moves": moves, "train_seconds": spent,
                "moves_per_second": moves / spent if spent else None, "weights": str(out)}  # fmt: skip
     test = agent.train(1000, learn=False)
     summary["greedy_1000_games"] = {"mean_score": test.mean_score, "reached": test.max_exponent_counts}
