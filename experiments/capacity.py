@@ -5,8 +5,11 @@ exactly.  What the function class plays when it is trained on the truth instead 
     python -m experiments.capacity --board 3x3 --tuples large --weighting optimal --epochs 8
 
 ``--tuples``: ``default`` (``agents.ntuple.DEFAULT_TUPLES``), ``large`` (:data:`LARGE_TUPLES`), or a JSON list
-of cell lists.  ``--weighting``: ``uniform`` over the table's afterstates, or ``optimal``: each afterstate
-weighted by how often the optimal policy reaches it (from the oracle's exact forward pass).  Writes the network
+of cell lists.  ``--weighting``: ``uniform`` over the table's afterstates; ``optimal``: the afterstates of every
+legal move from the boards the optimal policy reaches, each weighted by how often it reaches that board (from the
+oracle's exact forward pass): what a greedy player must rank correctly; ``optimal-chosen``: only the afterstates
+the optimal policy itself produces, weighted by their visit probabilities (which leaves the alternatives
+unconstrained).  Writes the network
 (``--out``, ``.npz``, playable as ``td:OUT``) and ``OUT.json`` (fit per epoch, exact % of V*).
 """
 
@@ -33,7 +36,7 @@ from oracle import Oracle
 LARGE_TUPLES = {
     (3, 3): [[0, 1, 2, 3, 4, 5, 6], [0, 1, 2, 3, 4, 5, 7], [1, 3, 4, 5, 7, 0, 8], [0, 1, 2, 4, 6, 7, 8]],
 }
-WEIGHTINGS = ("uniform", "optimal")
+WEIGHTINGS = ("uniform", "optimal", "optimal-chosen")
 
 
 @dataclass
@@ -42,7 +45,7 @@ class Args:
 
     board: str = "3x3"
     tuples: str = "default"  # default, large, or a JSON list of cell lists
-    weighting: str = "uniform"  # uniform over afterstates, or optimal (the optimal policy's visits)
+    weighting: str = "uniform"  # uniform, optimal (every move of the boards optimal play reaches), optimal-chosen
     epochs: int = 8
     alpha: float = 0.5
     decay: float = 0.6
@@ -77,18 +80,21 @@ def table_afterstates(oracle: Oracle) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(ids), np.concatenate(values).astype(np.float64)
 
 
-def optimal_visits(oracle: Oracle, progress: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The afterstates the optimal policy reaches (canonical ``uint64[m]``), their optimal values and their
-    visit probabilities (``float64[m]``, summing to the expected number of moves of an optimal game)."""
+def optimal_visits(oracle: Oracle, every_move: bool = True, progress: bool = True):
+    """Afterstates weighted by the optimal policy's visits: ``(canonical ids uint64[m], optimal values
+    float64[m], weights float64[m])``.  ``every_move``: the afterstates of every legal move of each board the
+    optimal policy reaches, weighted by that board's visit probability; else only the afterstates it moves to,
+    weighted by their visit probabilities (summing to the expected number of moves of an optimal game)."""
     rows, cols = oracle.rows, oracle.cols
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
     def collect(age, ids, visits, policy, q):
         for a in range(4):
-            take = policy[:, a] > 0
+            take = ~np.isnan(q[:, a]) if every_move else policy[:, a] > 0
             if take.any():
                 after, reward = B.move(ids[take], a, rows, cols)
-                parts.append((B.canonical(after, rows, cols), q[take, a] - reward, visits[take] * policy[take, a]))
+                mass = visits[take] if every_move else visits[take] * policy[take, a]
+                parts.append((B.canonical(after, rows, cols), q[take, a] - reward, mass))
 
     oracle.evaluate(OptimalAgent(oracle), progress=progress, on_layer=collect)
     ids = np.concatenate([p[0] for p in parts])
@@ -112,7 +118,7 @@ def run(args: Args, progress: bool = True) -> dict:
         ids, targets = table_afterstates(oracle)
         weights = None
     else:
-        ids, targets, weights = optimal_visits(oracle, progress)
+        ids, targets, weights = optimal_visits(oracle, args.weighting == "optimal", progress)
     data_seconds = time.perf_counter() - t0
     epochs = fit_values(agent, ids, targets, args.epochs, args.alpha, args.decay, weights, args.seed, progress,
                         on_epoch=lambda e: tqdm.write(f"epoch {e.epoch}: alpha {e.alpha:.4f}, train MSE "

@@ -103,15 +103,20 @@ def test_a_smaller_step_still_reduces_the_loss(oracle_2x3):
 def test_optimal_visits(oracle_2x3):
     """The afterstate masses of the optimal policy sum to its expected number of moves; each value is the
     table's afterstate value."""
-    ids, values, mass = capacity.optimal_visits(oracle_2x3, progress=False)
+    ids, values, mass = capacity.optimal_visits(oracle_2x3, every_move=False, progress=False)
     assert np.all(np.diff(ids.astype(np.float64)) > 0) and (mass > 0).all()
     exact = oracle_2x3.evaluate(capacity.OptimalAgent(oracle_2x3), progress=False)
     assert mass.sum() == pytest.approx(exact.visits.sum(), rel=1e-9)
+    every, every_values, every_mass = capacity.optimal_visits(oracle_2x3, every_move=True, progress=False)
+    assert set(ids.tolist()) < set(every.tolist())  # the alternatives' afterstates come in too
+    assert every_mass.sum() > mass.sum()
     table_ids, table_values = capacity.table_afterstates(oracle_2x3)
     order = np.argsort(table_ids)
     pos = np.searchsorted(table_ids[order], ids)
     np.testing.assert_array_equal(table_ids[order][pos], ids)
     np.testing.assert_allclose(table_values[order][pos], values, rtol=1e-9, atol=1e-9)
+    pos = np.searchsorted(table_ids[order], every)
+    np.testing.assert_allclose(table_values[order][pos], every_values, rtol=1e-9, atol=1e-9)
     agent = NTupleAgent(2, 3, seed=0)
     before = weighted_mse(agent, ids, values, mass)
     fit_values(agent, ids, values, epochs=10, alpha=1.0, decay=1.0, sample_weights=mass, progress=False)
