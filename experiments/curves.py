@@ -18,7 +18,8 @@ X_AXES = {"steps": ("env_steps", "environment steps"), "time": ("train_seconds",
 
 
 def plot_curves(paths, out, x: str = "steps", labels=None, title: str = "", log_x: bool | None = None):
-    """One line per CSV (label: ``labels[i]`` or the run name); returns the figure and saves it to ``out``."""
+    """One line per CSV (label: ``labels[i]`` or the run name); returns the figure and saves it to ``out``.  Steps
+    and labels are drawn on a log axis (``log_x``), where checkpoints at 0 are left out."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -29,11 +30,14 @@ def plot_curves(paths, out, x: str = "steps", labels=None, title: str = "", log_
     if labels is not None and len(labels) != len(paths):
         raise ValueError(f"{len(labels)} labels for {len(paths)} curves")
     column, x_label = X_AXES[x]
+    log = log_x if log_x is not None else x != "time"
     fig, ax = plt.subplots(figsize=(8, 5))
     for i, path in enumerate(paths):
         rows = read_curve(path)
         if not rows:
             raise ValueError(f"{path} has no checkpoints")
+        if log:  # the untrained checkpoint at 0 has no place on a log axis
+            rows = [r for r in rows if r[column] > 0]
         xs = np.array([r[column] for r in rows])
         ys = np.array([r["percent_of_optimal"] for r in rows])
         ci = np.array([r["percent_ci"] for r in rows])
@@ -41,8 +45,8 @@ def plot_curves(paths, out, x: str = "steps", labels=None, title: str = "", log_
         (line,) = ax.plot(xs, ys, marker="o", ms=3, lw=1.2, label=label)
         if ci.any():
             ax.fill_between(xs, ys - ci, ys + ci, color=line.get_color(), alpha=0.2, lw=0)
-    if log_x if log_x is not None else x != "time":
-        ax.set_xscale("symlog", linthresh=1.0)
+    if log:
+        ax.set_xscale("log")
     ax.set_xlabel(x_label)
     ax.set_ylabel("% of V* (exact, or oracle-priced regret ± 95% CI)")
     ax.set_ylim(0, 100)
