@@ -8,7 +8,7 @@ An agent is any of:
   (n, 4)``), used for many decisions at once (exact evaluation asks for every reachable state);
 * a plain callable ``f(observation, info) -> int``;
 * a trained Stable-Baselines3 model (``MaskablePPO``, ``PPO``, ...): it plays deterministically through
-  :class:`agents.ppo.PPOAgent`, its observation encoding read from its observation space.
+  :class:`oracle.sb3_policy.SB3Policy`, its observation encoding read from its observation space.
 
 Actions: UP=0, RIGHT=1, DOWN=2, LEFT=3.  The ``agents`` package implements these; anything else with the same
 methods works too.
@@ -22,14 +22,10 @@ import numpy as np
 
 
 def as_agent(agent):
-    """``agent``, or for a Stable-Baselines3 model the agent that plays it (``agents.ppo.PPOAgent``)."""
-    from agents.ppo import is_sb3_model
+    """``agent``, or for a Stable-Baselines3 model the agent that plays it (:class:`~oracle.sb3_policy.SB3Policy`)."""
+    from .sb3_policy import SB3Policy, is_sb3_model
 
-    if is_sb3_model(agent):
-        from agents.ppo import PPOAgent
-
-        return PPOAgent(agent)
-    return agent
+    return SB3Policy(agent) if is_sb3_model(agent) else agent
 
 
 def single_decider(agent) -> Callable[[np.ndarray, dict], int]:
