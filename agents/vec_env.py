@@ -53,14 +53,12 @@ class Game2048SB3VecEnv(VecEnv):
         super().__init__(num_envs, self.game.single_observation_space, self.game.single_action_space)
         self._actions: np.ndarray | None = None
         self._started = np.zeros(num_envs)
-        self._mask = np.zeros((num_envs, 4), bool)
 
     # -- the VecEnv protocol ----------------------------------------------------------------------------------
     def reset(self) -> np.ndarray:
         seeds = None if self._seeds[0] is None else [int(s) for s in self._seeds]
-        obs, info = self.game.reset(seed=seeds)
+        obs, _ = self.game.reset(seed=seeds)
         self._reset_seeds()
-        self._mask = info["action_mask"]
         self._started[:] = time.perf_counter()
         self.reset_infos = [{} for _ in range(self.num_envs)]
         return obs
@@ -85,13 +83,12 @@ class Game2048SB3VecEnv(VecEnv):
                     "TimeLimit.truncated": bool(truncated[i] and not terminated[i]),
                 }  # fmt: skip
                 self._started[i] = now
-            obs, info = self.game.reset_done(done)
-        self._mask = info["action_mask"]
+            obs, _ = self.game.reset_done(done)
         return obs, transform_reward(reward, self.reward_mode), done, infos
 
     def action_masks(self) -> np.ndarray:
         """``bool[n, 4]``: the legal moves of every env's current board."""
-        return self._mask.copy()
+        return self.game.action_masks()
 
     def close(self) -> None:
         self.game.close()

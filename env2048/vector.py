@@ -125,10 +125,10 @@ class Game2048VectorEnv(VectorEnv):
         return self._reset_where(which)
 
     def _reset_where(self, which: np.ndarray) -> tuple[np.ndarray, dict]:
-        n = self.num_envs
+        # the envs left alone keep their current board, mask, largest tile and age; the kernel fills the others
         obs = self._boards.copy()
-        mask = self._mask.copy() if self._mask.shape == (n, 4) else np.zeros((n, 4), bool)
-        max_exp = np.array([b.max() for b in self._boards], np.int64)
+        mask = self._mask.copy()
+        max_exp = self._boards.max(axis=1).astype(np.int64)
         age = np.where(self._boards > 0, np.left_shift(1, self._boards.astype(np.int64)), 0).sum(axis=1)
         self._reset_kernel(
             self._boards, self.rows, self.cols, self.p4, self._keys,
