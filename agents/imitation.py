@@ -156,6 +156,93 @@ def fit_ntuple_actions(agent: NTupleAgent, data: Labelled, epochs: int = 4, alph
     return losses
 
 
+@numba.njit(cache=True)
+def _pair_pass(ids, optimal, worse, order, alpha, margin, T, weights, offsets, rows_cells, rows_tuple, layout):
+    """Ranking-hinge steps on (board, worse move) pairs: sample ``i`` is board ``ids[i]`` and its non-optimal
+    move ``worse[i]``, pushed below the optimal move the network values most (as in :func:`_ranking_pass`).
+    Returns the mean hinge loss seen before the steps."""
+    rows, cols, moves = T.rows, T.cols, T.moves
+    slots = np.empty(rows_cells.shape[0], np.int64)
+    total = 0.0
+    for j in range(order.shape[0]):
+        i = order[j]
+        b = ids[i]
+        best_after = np.uint64(0)
+        best_reward = 0.0
+        best_v = -np.inf
+        for a in range(4):
+            if not optimal[i, a]:
+                continue
+            after, reward = move_packed(b, a, rows, cols, moves)
+            v = evaluate_afterstate(after, weights, offsets, rows_cells, rows_tuple, layout)
+            if reward + v > best_reward + best_v:
+                best_after, best_reward, best_v = after, reward, v
+        if best_v == -np.inf:
+            continue
+        after, reward = move_packed(b, worse[i], rows, cols, moves)
+        v_a = evaluate_afterstate(after, weights, offsets, rows_cells, rows_tuple, layout)
+        violation = margin + reward + v_a - best_reward - best_v
+        if violation <= 0:
+            continue
+        total += violation
+        _nlms_step(best_after, best_v + violation / 2, alpha, weights, offsets, rows_cells, rows_tuple, layout,
+                   slots)  # fmt: skip
+        _nlms_step(after, v_a - violation / 2, alpha, weights, offsets, rows_cells, rows_tuple, layout, slots)
+    return total / max(order.shape[0], 1)
+
+
+@dataclass
+class RankingPairs:
+    """Decision-aware training data: pair ``i`` asks that on board ``ids[i]`` (packed ``uint64``) every move of
+    ``optimal[i]`` (``bool[4]``) beat the non-optimal legal move ``worse[i]`` (``int8``); ``weight[i]``
+    (``float64``) is what getting it wrong costs, e.g. visit probability × (max Q − Q(worse))."""
+
+    ids: np.ndarray
+    optimal: np.ndarray
+    worse: np.ndarray
+    weight: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.ids.size)
+
+    @classmethod
+    def from_q(cls, ids: np.ndarray, q: np.ndarray, optimal: np.ndarray, mass: np.ndarray) -> RankingPairs:
+        """Every (board, legal non-optimal move) pair of boards ``uint64[n]`` with Q-values ``float64[n, 4]``
+        (NaN = illegal), optimal masks ``bool[n, 4]`` and board weights ``float64[n]`` (e.g. visit
+        probabilities); each pair weighs ``mass × (max Q − Q(move))``."""
+        worse = ~np.isnan(q) & ~optimal
+        board, move = np.nonzero(worse)
+        gap = np.nanmax(q[board], axis=1) - q[board, move]
+        return cls(np.ascontiguousarray(ids[board], np.uint64), np.ascontiguousarray(optimal[board]),
+                   move.astype(np.int8), mass[board] * gap)  # fmt: skip
+
+    def __add__(self, other: RankingPairs) -> RankingPairs:
+        return RankingPairs(*(np.concatenate([getattr(self, f), getattr(other, f)])
+                              for f in ("ids", "optimal", "worse", "weight")))  # fmt: skip
+
+
+def fit_ntuple_pairs(agent: NTupleAgent, pairs: RankingPairs, samples: int, epochs: int = 1, alpha: float = 0.5,
+                     margin: float = 1.0, seed: int = 0) -> list[float]:  # fmt: skip
+    """Decision-aware fit: each epoch draws ``samples`` pairs with probability proportional to their weight (with
+    replacement) and takes the ranking-hinge step of :func:`_pair_pass` on each.  Weighted by visit probability ×
+    regret, the expected hinge bounds the policy's loss against the optimum (V* − V^π = Σ_s d^π(s) · regret(s,
+    π(s)), the performance-difference identity).  Returns the mean hinge loss of each epoch."""
+    if epochs < 1 or samples < 1 or not 0 < alpha <= 1 or margin < 0:
+        raise ValueError(f"need epochs >= 1, samples >= 1, alpha in (0, 1] and margin >= 0, got {epochs}, "
+                         f"{samples}, {alpha}, {margin}")  # fmt: skip
+    if len(pairs) == 0 or pairs.weight.sum() <= 0:
+        raise ValueError("no pair with a positive weight to fit (is the policy already optimal?)")
+    T = board_tables(agent.rows, agent.cols)
+    rng = np.random.default_rng(seed)
+    probs = pairs.weight / pairs.weight.sum()
+    worse = pairs.worse.astype(np.int64)
+    losses = []
+    for _ in range(epochs):
+        order = rng.choice(len(pairs), samples, p=probs).astype(np.int64)
+        losses.append(float(_pair_pass(pairs.ids, pairs.optimal, worse, order, alpha, margin, T, *agent._args())))
+    return losses
+
+
 # -- torch policy networks ------------------------------------------------------------------------------------
 def canonical_frame(ids: np.ndarray, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
     """``(canonical ids uint64[n], symmetry index int64[n])``: the image of each board with the smallest ID

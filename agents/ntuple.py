@@ -17,6 +17,7 @@ symmetric image of every tuple (-1 padded), ``rows_tuple int64[n_sym * n_tuples]
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 
@@ -57,6 +58,34 @@ DEFAULT_STAGES = {(3, 3): (4, 8)}
 for _r, _c in list(DEFAULT_TUPLES):  # the transposed shape: the same shapes, cells transposed
     if (_c, _r) not in DEFAULT_TUPLES:
         DEFAULT_TUPLES[_c, _r] = [[(k % _c) * _r + k // _c for k in t] for t in DEFAULT_TUPLES[_r, _c]]
+
+#: Larger tuple sets (cells row-major): on 3x3 four 7-tuples (two full rows plus a third-row cell; the cross plus
+#: two corners; an S shape), 19.5 M weights each per stage.
+LARGE_TUPLES = {
+    (3, 3): [[0, 1, 2, 3, 4, 5, 6], [0, 1, 2, 3, 4, 5, 7], [1, 3, 4, 5, 7, 0, 8], [0, 1, 2, 4, 6, 7, 8]],
+}
+
+
+def tuple_set(name: str, rows: int, cols: int) -> list[list[int]]:
+    """Tuples by name: ``default`` (:data:`DEFAULT_TUPLES`), ``large`` (:data:`LARGE_TUPLES`) or a JSON list of
+    cell lists."""
+    if name == "default":
+        if (rows, cols) not in DEFAULT_TUPLES:
+            raise ValueError(
+                f"no default tuple set for {rows}x{cols} (have {sorted(DEFAULT_TUPLES)}); give a JSON list"
+            )
+        return DEFAULT_TUPLES[rows, cols]
+    if name == "large":
+        if (rows, cols) not in LARGE_TUPLES:
+            raise ValueError(f"no large tuple set for {rows}x{cols} (have {sorted(LARGE_TUPLES)}); give a JSON list")
+        return LARGE_TUPLES[rows, cols]
+    try:
+        tuples = json.loads(name)
+    except json.JSONDecodeError:
+        raise ValueError(f"--tuples must be default, large or a JSON list of cell lists, got {name!r}") from None
+    if not isinstance(tuples, list) or not all(isinstance(t, list) for t in tuples):
+        raise ValueError(f"--tuples JSON must be a list of cell lists, got {name!r}")
+    return tuples
 
 
 @numba.njit(cache=True)

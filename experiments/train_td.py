@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from agents.ntuple import NTupleAgent
+from agents.ntuple import NTupleAgent, tuple_set
 from env2048.shape import parse_board
 from experiments.cli import parse_dataclass, write_json
 from experiments.learning_curve import EvalEvery, LearningCurve
@@ -39,6 +39,7 @@ class Args:
     games: int = 0  # 0: no limit on games, only on time
     schedule: str = "0:0.5,0.5:0.1,0.8:0.02"
     tc: bool = False
+    tuples: str = "default"  # default, large (agents.ntuple.LARGE_TUPLES) or a JSON list of cell lists
     stages: int = 0  # 0: the board's default (agents.ntuple.DEFAULT_STAGES)
     stage_shift: int = 0  # 0: the board's default
     seed: int = 0
@@ -88,8 +89,8 @@ def train(args: Args) -> dict:
     rows, cols = parse_board(args.board)
     if args.minutes <= 0 and args.games <= 0:
         raise ValueError("give a budget: --minutes > 0 or --games > 0")
-    agent = NTupleAgent(rows, cols, alpha=schedule[0][1], seed=args.seed, tc=args.tc, stages=args.stages or None,
-                        stage_shift=args.stage_shift or None)  # fmt: skip
+    agent = NTupleAgent(rows, cols, tuples=tuple_set(args.tuples, rows, cols), alpha=schedule[0][1], seed=args.seed,
+                        tc=args.tc, stages=args.stages or None, stage_shift=args.stage_shift or None)  # fmt: skip
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     curve = make_curve(args, out, rows, cols)

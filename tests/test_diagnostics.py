@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from agents.fit import _nlms_step, fit_values, predict_values, weighted_mse
 from agents.imitation import (
     PolicyNetAgent,
+    _pair_pass,
     action_from_frame,
     canonical_frame,
     collect_states,
@@ -25,6 +26,7 @@ from agents.ntuple import NTupleAgent
 from agents.registry import make_agent
 from agents.simple import OptimalAgent
 from env2048 import board as B
+from env2048.tables import board_tables
 from experiments import capacity, curves, imitate, train_td
 from experiments.cli import parse_dataclass
 from experiments.learning_curve import COLUMNS, EvalEvery, LearningCurve, read_curve
@@ -121,6 +123,88 @@ def test_optimal_visits(oracle_2x3):
     before = weighted_mse(agent, ids, values, mass)
     fit_values(agent, ids, values, epochs=10, alpha=1.0, decay=1.0, sample_weights=mass, progress=False)
     assert weighted_mse(agent, ids, values, mass) < 0.01 * before  # draws by mass: the rarest may be missed
+
+
+def reference_value(agent: NTupleAgent, board_id: int) -> float:
+    return float(sum(float(agent.weights[s]) for s in reference_slots(agent, board_id)))
+
+
+def reference_nlms(agent: NTupleAgent, weights: np.ndarray, board_id: int, target: float, alpha: float) -> None:
+    slots = reference_slots(agent, board_id)
+    value = float(sum(weights[s] for s in slots))
+    norm = sum(slots.count(s) for s in slots)
+    for s in slots:
+        weights[s] += alpha * (target - value) / norm
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**36 - 1), st.integers(1, 15), st.integers(0, 3), st.floats(0.1, 1.0), st.floats(0, 20))
+def test_pair_pass_matches_the_reference(raw, optimal_bits, seed, alpha, margin):
+    """One ranking step on a (board, worse move) pair: the optimal move valued most by the network is pushed up
+    and the worse move down, each by alpha times half the violation of the margin."""
+    agent = NTupleAgent(3, 3, tuples=[[0, 1, 2], [0, 4, 8], [1, 4]], stages=2, stage_shift=5, seed=seed)
+    agent.weights[:] = np.random.default_rng(seed).normal(scale=5, size=agent.weights.size).astype(np.float32)
+    b = int(B.pack(np.array([(raw >> (4 * c)) & 7 for c in range(9)], np.uint8).reshape(3, 3)))
+    legal = B.legal_actions(np.uint64(b), 3, 3)
+    optimal = np.array([bool(optimal_bits >> a & 1) for a in range(4)]) & legal
+    worse = [a for a in range(4) if legal[a] and not optimal[a]]
+    if not optimal.any() or not worse:
+        return
+    moves = {a: B.move(np.array([b], np.uint64), a, 3, 3) for a in range(4) if legal[a]}
+    after = {a: int(m[0][0]) for a, m in moves.items()}
+    reward = {a: float(m[1][0]) for a, m in moves.items()}
+    q = {a: reward[a] + reference_value(agent, after[a]) for a in after}
+    best = max((a for a in range(4) if optimal[a]), key=lambda a: q[a])  # first on ties, as the kernel
+    violation = margin + q[worse[0]] - q[best]
+    expected = agent.weights.astype(np.float64).copy()
+    if violation > 0:
+        reference_nlms(agent, expected, after[best], q[best] - reward[best] + violation / 2, alpha)
+        reference_nlms(agent, expected, after[worse[0]], q[worse[0]] - reward[worse[0]] - violation / 2, alpha)
+    loss = _pair_pass(np.array([b], np.uint64), optimal[None], np.array([worse[0]], np.int64),
+                      np.zeros(1, np.int64), alpha, margin, board_tables(3, 3), *agent._args())  # fmt: skip
+    assert loss == pytest.approx(max(violation, 0.0), rel=1e-4, abs=1e-4)
+    np.testing.assert_allclose(agent.weights, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_ranking_pairs_carry_visit_times_regret(oracle_2x3):
+    """One pair per legal non-optimal move; over the moves a policy makes, the pairs' weights sum to V* − V^π
+    (the performance-difference identity the decision-aware fit relies on)."""
+    agent = NTupleAgent(2, 3, seed=1)
+    agent.weights[:] = np.random.default_rng(1).normal(scale=50, size=agent.weights.size).astype(np.float32)
+    exact, pairs = capacity.regret_pairs(oracle_2x3, agent, progress=False)
+    q = oracle_2x3.q_values(pairs.ids)
+    optimal = oracle_2x3.optimal_mask(q)
+    np.testing.assert_array_equal(pairs.optimal, optimal)
+    rows = np.arange(len(pairs))
+    assert (~np.isnan(q[rows, pairs.worse])).all() and not optimal[rows, pairs.worse].any()
+    boards = np.unique(pairs.ids)
+    per_board = np.bincount(np.searchsorted(boards, pairs.ids), minlength=boards.size)
+    expected = ~np.isnan(oracle_2x3.q_values(boards)) & ~oracle_2x3.optimal_mask(oracle_2x3.q_values(boards))
+    np.testing.assert_array_equal(per_board, expected.sum(axis=1))
+    chosen = agent.act_batch(B.unpack(pairs.ids, 2, 3), B.legal_actions(pairs.ids, 2, 3))
+    mistakes = chosen == pairs.worse.astype(np.int64)
+    assert mistakes.any()
+    # moves within the tie tolerance of the best are no pairs but give away up to that tolerance per move
+    rel_tol, abs_tol = oracle_2x3.tie_tolerance
+    tied_bound = exact.visits.sum() * (rel_tol * oracle_2x3.start_value + abs_tol)
+    assert abs(pairs.weight[mistakes].sum() - exact.gap) <= tied_bound < 1e-3 * exact.gap
+
+
+def test_decision_aware_fit_improves_the_greedy_policy(oracle_2x3, tmp_path):
+    start = NTupleAgent(2, 3, seed=0)
+    start.weights[:] = np.random.default_rng(0).normal(scale=50, size=start.weights.size).astype(np.float32)
+    start.save(tmp_path / "start.npz")
+    args = parse_dataclass(capacity.Args, ["--board", "2x3", "--weighting", "regret", "--init",
+                                           str(tmp_path / "start.npz"), "--rounds", "4", "--epochs", "2",
+                                           "--samples", "100000", "--out", str(tmp_path / "r.npz")])  # fmt: skip
+    summary = capacity.run(args, progress=False)
+    shares = [r["percent_of_optimal"] for r in summary["rounds"]]
+    assert shares[0] == pytest.approx(oracle_2x3.evaluate(start, progress=False).percent_of_optimal)
+    assert summary["percent_of_optimal"] == max(shares) > shares[0] + 20
+    kept = oracle_2x3.evaluate(NTupleAgent.load(tmp_path / "r.npz"), progress=False)
+    assert kept.percent_of_optimal == pytest.approx(summary["percent_of_optimal"])
+    with pytest.raises(ValueError, match="--init is for"):
+        capacity.run(parse_dataclass(capacity.Args, ["--board", "2x3", "--init", str(tmp_path / "start.npz")]))
 
 
 def test_capacity_cli_writes_the_network_and_summary(tmp_path):
