@@ -9,8 +9,9 @@ score``) or log2(1 + reward) (``log``), normalised by sb3's running estimate (``
 With ``--eval-every N`` (env steps) or ``Ns`` (seconds) a learning curve goes to ``OUT/curve.csv`` (see
 ``experiments.learning_curve``).  Every
 ``--checkpoint-every`` steps the model is saved under ``OUT/checkpoints/`` (an interrupted run keeps them);
-at the end ``OUT/model.zip`` and ``OUT/summary.json``: training time and speed, then, from the oracle, the exact
-expected score of the deterministic policy (% of optimal) and ``--eval-episodes`` games of regret.
+at the end ``OUT/model.zip`` and ``OUT/summary.json``: training time and speed, then, from the oracle,
+``--eval-episodes`` games of regret and (unless ``--no-exact``) the exact expected score of the deterministic
+policy (% of optimal).  ``--minutes`` bounds the training time as well as ``--timesteps``.
 
 The model plays in the benchmark as ``ppo:OUT/model.zip`` (see :class:`agents.ppo.PPOAgent`).
 """
@@ -36,6 +37,8 @@ class Args:
 
     board: str = "3x3"
     timesteps: int = 3_000_000  # about 10 minutes on 2 cores, evaluation included
+    minutes: float = 0.0  # > 0: also stop after this many minutes of training (curve checkpoints excluded)
+    torch_threads: int = 0  # 0: torch's default (all cores)
     n_envs: int = 8
     seed: int = 0
     learning_rate: float = 3e-4
@@ -50,6 +53,7 @@ class Args:
     reward: str = "score"  # score or log (log2(1 + merge reward))
     vec: str = "native"  # native (one numba kernel for all envs) or dummy (SB3's DummyVecEnv)
     checkpoint_every: int = 250_000
+    exact: bool = True  # evaluate the final policy exactly (about 3 minutes on 3x3) besides the regret games
     eval_episodes: int = 1000
     eval_every: str = ""  # "" = no learning curve; N env steps or Ns seconds of training
     eval_method: str = "regret"  # regret (fixed seeded games, with a CI), exact, or auto
@@ -89,6 +93,12 @@ def train(args: Args) -> dict:
 
     from oracle import Oracle
 
+    if args.minutes < 0 or args.torch_threads < 0:
+        raise ValueError(f"--minutes and --torch-threads must be >= 0, got {args.minutes}, {args.torch_threads}")
+    if args.torch_threads:
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
     out = Path(args.out)
     (out / "checkpoints").mkdir(parents=True, exist_ok=True)
     model = make_model(args)
@@ -137,7 +147,7 @@ def train(args: Args) -> dict:
                 self.next_checkpoint += args.checkpoint_every
             if curve is not None and curve.due(self.num_timesteps, self.trained_seconds()):
                 self.checkpoint()
-            return True
+            return not (args.minutes > 0 and self.trained_seconds() >= 60 * args.minutes)
 
     progress = Progress()
     start = time.perf_counter()
@@ -152,6 +162,7 @@ def train(args: Args) -> dict:
     recent = progress.scores[-1000:]
     summary = {
         "args": asdict(args),
+        "steps": int(model.num_timesteps),
         "train_seconds": seconds,
         "steps_per_second": model.num_timesteps / seconds,
         "training_games": len(progress.scores),
@@ -160,14 +171,18 @@ def train(args: Args) -> dict:
         "curve": str(curve.path) if curve is not None else None,
     }
     agent = PPOAgent(model, seed=args.seed)
-    exact = oracle.evaluate(agent)
     report = oracle.regret(agent, episodes=args.eval_episodes, seed=args.seed)
-    summary["exact"] = {k: v for k, v in exact.to_dict().items() if k not in ("ages", "visits", "gap_by_age")}
     summary["regret"] = {k: v for k, v in report.to_dict().items() if not isinstance(v, list)}
+    exact_text = ""
+    if args.exact:
+        exact = oracle.evaluate(agent)
+        summary["exact"] = {k: v for k, v in exact.to_dict().items() if k not in ("ages", "visits", "gap_by_age")}
+        exact_text = (
+            f"exact V^pi = {exact.value:.2f} = {exact.percent_of_optimal:.2f}% of V* {exact.optimal_value:.2f}; "
+        )
     write_json(out / "summary.json", summary)
-    print(f"{model.num_timesteps:,} steps in {seconds:.0f} s ({summary['steps_per_second']:,.0f} steps/s); exact "
-          f"V^pi = {exact.value:.2f} = {exact.percent_of_optimal:.2f}% of V* {exact.optimal_value:.2f}; "
-          f"{report.summary()}\nwrote {out / 'model.zip'} and {out / 'summary.json'}")  # fmt: skip
+    print(f"{model.num_timesteps:,} steps in {seconds:.0f} s ({summary['steps_per_second']:,.0f} steps/s); "
+          f"{exact_text}{report.summary()}\nwrote {out / 'model.zip'} and {out / 'summary.json'}")  # fmt: skip
     return summary
 
 
