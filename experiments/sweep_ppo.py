@@ -76,7 +76,7 @@ def row(name: str, flags: list[str], summary: dict) -> dict:
         "games": summary["training_games"],
         "percent_score": round(100 * regret["mean_score"] / regret["start_value"], 2),
         "percent_score_ci": round(100 * regret["score_ci"] / regret["start_value"], 2),
-        "percent_regret": round(regret["percent_of_optimal"], 2),
+        "percent_regret": round(100 * (regret["start_value"] - regret["mean_regret"]) / regret["start_value"], 2),
         "percent_regret_ci": round(100 * regret["regret_ci"] / regret["start_value"], 2),
         "optimal_move_rate": round(regret["optimal_move_rate"], 4),
         "percent_exact": round(summary["exact"]["percent_of_optimal"], 2) if "exact" in summary else "",
@@ -100,7 +100,7 @@ def run(args: Args) -> list[dict]:
             done = subprocess.run(command(args, name, SETTINGS[name]), stdout=f, stderr=subprocess.STDOUT)
         if done.returncode != 0:
             raise RuntimeError(f"setting {name} failed (exit {done.returncode}); see {log}")
-        result = row(name, SETTINGS[name], json.loads((out / name / "summary.json").read_text()))
+        result = row(name, args.extra.split() + SETTINGS[name], json.loads((out / name / "summary.json").read_text()))
         print(f"{name}: score {result['percent_score']:.2f} ± {result['percent_score_ci']:.2f}% of V* "
               f"({result['steps']:,} steps, {time.perf_counter() - t:.0f} s)", flush=True)  # fmt: skip
         return result

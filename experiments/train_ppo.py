@@ -36,19 +36,20 @@ class Args:
     """MaskablePPO on Solved2048-RxC with one-hot observations."""
 
     board: str = "3x3"
-    timesteps: int = 3_000_000  # about 10 minutes on 2 cores, evaluation included
-    minutes: float = 0.0  # > 0: also stop after this many minutes of training (curve checkpoints excluded)
+    timesteps: int = 50_000_000  # an upper bound: --minutes stops first on 2 cores
+    minutes: float = 10.0  # > 0: also stop after this many minutes of training (curve checkpoints excluded)
     torch_threads: int = 0  # 0: torch's default (all cores)
-    n_envs: int = 8
+    # defaults from experiments.sweep_ppo (docs/diagnostics.md): 32 envs and a 128x128 net double the steps/s
+    n_envs: int = 32
     seed: int = 0
     learning_rate: float = 3e-4
-    n_steps: int = 256  # per env and update
-    batch_size: int = 512
+    n_steps: int = 128  # per env and update
+    batch_size: int = 1024
     n_epochs: int = 4
     gamma: float = 0.995
     gae_lambda: float = 0.95
     ent_coef: float = 0.01
-    net: str = "256,256"
+    net: str = "128,128"
     obs: str = "onehot"  # onehot or exponent
     reward: str = "score"  # score or log (log2(1 + merge reward))
     vec: str = "native"  # native (one numba kernel for all envs) or dummy (SB3's DummyVecEnv)

@@ -19,7 +19,16 @@ def test_train_td_writes_weights_and_an_exact_summary(tmp_path):
     saved = json.loads(out.with_suffix(".json").read_text())
     exact = Oracle.for_board("2x2").evaluate(make_agent(f"td:{out}", 2, 2), progress=False)
     assert saved["exact"]["value"] == pytest.approx(exact.value)
+    assert saved["schedule"] == [list(x) for x in train_td.parse_schedule(train_td.DEFAULT_SCHEDULE)]
     assert 0 < saved["exact"]["percent_of_optimal"] <= 100 + 1e-9
+
+
+def test_3x3_trains_on_its_own_schedule_unless_one_is_given(tmp_path):
+    base = dict(board="3x3", minutes=0, games=200, round=100, evaluate=False, threads=1)
+    summary = train_td.train(train_td.Args(**base, out=str(tmp_path / "a.npz")))
+    assert summary["schedule"] == train_td.parse_schedule(train_td.BOARD_SCHEDULES[3, 3])
+    summary = train_td.train(train_td.Args(**base, schedule="0:0.3", out=str(tmp_path / "b.npz")))
+    assert summary["schedule"] == [(0.0, 0.3)]
 
 
 def test_schedule_parsing():
@@ -64,3 +73,30 @@ def test_train_ppo_learning_curve_with_log_rewards_and_exponent_boards(tmp_path)
     assert agent.encoding == "exponent" and summary["curve"].endswith("curve.csv")
     with pytest.raises(ValueError, match="--vec native"):
         train_ppo.make_model(train_ppo.Args(board="2x3", vec="dummy", reward="log"))
+
+
+def test_ppo_sweep_stops_on_time_and_tabulates_each_setting(tmp_path):
+    pytest.importorskip("sb3_contrib")
+    import csv
+
+    from experiments import sweep_ppo
+    from experiments.cli import parse_dataclass
+
+    args = parse_dataclass(sweep_ppo.Args, ["--board", "2x2", "--minutes", "0.02", "--jobs", "2", "--only",
+                                            "baseline,ent-0", "--extra", "--n-envs 4 --n-steps 32 --batch-size 64",
+                                            "--eval-episodes", "30", "--out", str(tmp_path)])  # fmt: skip
+    sweep_ppo.run(args)
+    with open(tmp_path / "sweep.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["setting"] for r in rows] == ["baseline", "ent-0"] and list(rows[0]) == list(sweep_ppo.COLUMNS)
+    for r in rows:
+        summary = json.loads((tmp_path / r["setting"] / "summary.json").read_text())
+        regret = summary["regret"]
+        assert int(r["steps"]) == summary["steps"] < 1_000_000  # the time budget stopped it, not the steps
+        assert 1.2 <= summary["train_seconds"] < 30
+        assert float(r["percent_score"]) == pytest.approx(100 * regret["mean_score"] / regret["start_value"], abs=0.01)
+        v_pi = regret["start_value"] - regret["mean_regret"]
+        assert float(r["percent_regret"]) == pytest.approx(100 * v_pi / regret["start_value"], abs=0.01)
+    assert "--ent-coef 0" in rows[1]["flags"]
+    with pytest.raises(ValueError, match="unknown settings"):
+        sweep_ppo.run(parse_dataclass(sweep_ppo.Args, ["--only", "warp-drive", "--out", str(tmp_path)]))
