@@ -3,12 +3,12 @@ by the oracle; one CSV row per setting.
 
     python -m experiments.sweep_ppo --board 3x3 --minutes 3 --jobs 2 --out results/ppo-sweep
 
-Settings (:data:`SETTINGS`) change one thing at a time from ``train_ppo``'s defaults.  ``--jobs`` runs that many at
-once, each with ``--torch-threads 1`` (so on 2 cores two runs share the machine as one run with 2 threads would);
-``--only`` picks settings by name.  Each run writes ``OUT/NAME/`` (model, summary); the table goes to
-``OUT/sweep.csv`` (columns :data:`COLUMNS`): % of V* from ``--eval-episodes`` seeded games (their mean score, and
-V* minus their mean regret: two estimates of the same expected score, the first with the narrower interval here)
-and, with ``--exact``, from the oracle's exact evaluation.
+Settings (:data:`SETTINGS`) change one thing at a time from the base: ``train_ppo``'s defaults plus ``--extra``.
+``--jobs`` runs that many at once, each with ``--torch-threads 1`` (so on 2 cores two runs share the machine as one
+run with 2 threads would); ``--only`` picks settings by name.  Each run writes ``OUT/NAME/`` (model, summary);
+the table goes to ``OUT/sweep.csv`` (columns :data:`COLUMNS`): % of V* from ``--eval-episodes`` seeded games
+(their mean score, and V* minus their mean regret: two estimates of the same expected score, the first with the
+narrower interval here) and, with ``--exact``, from the oracle's exact evaluation.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from pathlib import Path
 
 from experiments.cli import parse_dataclass
 
-#: name -> train_ppo flags (the baseline is train_ppo's defaults)
+#: name -> train_ppo flags, added after --extra (the baseline is the base itself).  net-128 and envs-32 are today's
+#: defaults of train_ppo, chosen by this sweep from the previous base (--net 256,256 --n-envs 8 --n-steps 256
+#: --batch-size 512; docs/diagnostics.md).
 SETTINGS: dict[str, list[str]] = {
     "baseline": [],
     "reward-log": ["--reward", "log"],
