@@ -216,9 +216,15 @@ class RankingPairs:
         return cls(np.ascontiguousarray(ids[board], np.uint64), np.ascontiguousarray(optimal[board]),
                    move.astype(np.int8), mass[board] * gap)  # fmt: skip
 
+    @classmethod
+    def concat(cls, parts: list[RankingPairs]) -> RankingPairs:
+        """All pairs of ``parts`` in one set (each array copied once); no parts give an empty set."""
+        if not parts:
+            return cls(np.zeros(0, np.uint64), np.zeros((0, 4), bool), np.zeros(0, np.int8), np.zeros(0))
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("ids", "optimal", "worse", "weight")))
+
     def __add__(self, other: RankingPairs) -> RankingPairs:
-        return RankingPairs(*(np.concatenate([getattr(self, f), getattr(other, f)])
-                              for f in ("ids", "optimal", "worse", "weight")))  # fmt: skip
+        return RankingPairs.concat([self, other])
 
 
 def fit_ntuple_pairs(agent: NTupleAgent, pairs: RankingPairs, samples: int, epochs: int = 1, alpha: float = 0.5,

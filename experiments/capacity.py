@@ -113,8 +113,7 @@ def regret_pairs(oracle: Oracle, agent, progress: bool = True):
             parts.append(pairs)
 
     exact = oracle.evaluate(agent, progress=progress, on_layer=collect)
-    empty = RankingPairs(np.zeros(0, np.uint64), np.zeros((0, 4), bool), np.zeros(0, np.int8), np.zeros(0))
-    return exact, sum(parts, empty)
+    return exact, RankingPairs.concat(parts)
 
 
 def make_agent(args: Args, rows: int, cols: int) -> NTupleAgent:
