@@ -13,6 +13,7 @@ terminal, worth 0.  Format v2 tables store no states, v1 tables store them but t
 
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
 
@@ -65,18 +66,25 @@ def cached_table(spec: SolveSpec, progress: bool = True) -> Path:
     """Path of ``spec``'s table in :func:`cache_dir`, solving it there first if missing (boards of
     :data:`BUILDABLE` only; others raise ``FileNotFoundError`` saying how to build them elsewhere)."""
     path = cache_dir() / table_name(spec)
-    if not path.exists():
-        shape = (spec.rows, spec.cols)
-        if shape not in BUILDABLE:
-            cost = TOO_BIG.get(shape, f"{spec.board} is too large to solve here")
-            raise FileNotFoundError(
-                f"no table for {spec.describe()} in {cache_dir()}; {cost}. Build it on a big machine with "
-                f"`python -m solver build --board {spec.board} --objective {spec.objective} --p4 {spec.p4:g} "
-                f"--spawn {spec.spawn} --out FILE` and pass table=FILE"
-            )
-        if progress:
-            tqdm.write(f"solving {spec.describe()} once into {path} ...")
-        build(spec, path, progress=progress)
+    if path.exists():  # tables appear by an atomic rename: one that exists is complete
+        return path
+    shape = (spec.rows, spec.cols)
+    if shape not in BUILDABLE:
+        cost = TOO_BIG.get(shape, f"{spec.board} is too large to solve here")
+        raise FileNotFoundError(
+            f"no table for {spec.describe()} in {cache_dir()}; {cost}. Build it on a big machine with "
+            f"`python -m solver build --board {spec.board} --objective {spec.objective} --p4 {spec.p4:g} "
+            f"--spawn {spec.spawn} --out FILE` and pass table=FILE"
+        )
+    # Processes that ask for the same missing table at once (e.g. parallel training runs) build it one at a
+    # time: they would otherwise share one work directory.  The first builds; the others wait, then find it.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            if progress:
+                tqdm.write(f"solving {spec.describe()} once into {path} ...")
+            build(spec, path, progress=progress)
     return path
 
 

@@ -369,3 +369,21 @@ def test_4x3_directory_table_serves_the_gym_env_and_the_oracle_lazily(tmp_path):
     assert 0 < oracle.resident_bytes <= 20_000 + largest
     with pytest.raises(TableError, match=r"solves 4x3 tile:4.*not the game of this env \(3x3"):
         gym.make("Solved2048-3x3", oracle_table=table)
+
+
+def test_processes_asking_for_one_missing_table_build_it_once(tmp_path):
+    """Parallel runs (e.g. ``experiments.sweep_ppo``) that all open a table not yet in the cache must not share
+    one half-built work directory: each gets the same complete table."""
+    import os
+    import subprocess
+    import sys
+
+    code = "from oracle import Oracle; print(repr(Oracle.for_board('2x3', progress=False).start_value))"
+    env = {**os.environ, "SOLVED2048_HOME": str(tmp_path)}
+    runs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True) for _ in range(3)]  # fmt: skip
+    results = [run.communicate(timeout=300) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0, 0], [err[-2000:] for _, err in results]
+    values = {out.strip() for out, _ in results}
+    assert values == {repr(Oracle.for_board("2x3", progress=False).start_value)}
+    assert not list(tmp_path.glob("*.work"))  # the one build finished and cleaned up
