@@ -7,6 +7,7 @@ Ray is an optional dependency (``pip install -e ".[distributed]"``); nothing els
 from __future__ import annotations
 
 import os
+import sys
 from contextlib import contextmanager
 
 #: Fault injection for the tests: ``NAME:SKIP:DIR`` makes the worker running the ``SKIP``-th (from 0) call of the
@@ -96,29 +97,75 @@ class RayEngine:
         return max(1, int(self.ray.cluster_resources().get("CPU", 1)) // self.threads)
 
 
+#: What makes a private Ray stay on this machine's loopback.  ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` tells Ray that
+#: no other machine will join: its node address is then 127.0.0.1 and every process listens there (otherwise Ray
+#: swaps 127.0.0.1 for the machine's network address and listens on every interface).  Ray reads it once, when
+#: ``ray`` is first imported, so it must be in the environment before that.
+PRIVATE_RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
+#: Ray's dashboard process (started even without the dashboard) asks the cloud metadata service (169.254.169.254,
+#: metadata.google.internal) which cloud it runs on, usage statistics or not.  It asks through ``requests``, which
+#: honours these variables: with a proxy on a closed loopback port the probes fail at once, without leaving the
+#: machine.  They are set only while Ray's processes start, so they reach those processes and nothing else.
+NO_CLOUD_PROBES_ENV = {
+    **{name: "http://127.0.0.1:1" for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy")},
+    **{name: "127.0.0.1,localhost,::1" for name in ("NO_PROXY", "no_proxy")},
+}
+
+
+class RayNotPrivate(RuntimeError):
+    """Ray was imported before the environment of a loopback-only Ray could be set."""
+
+
 def private_ray_environment() -> None:
-    """Environment for a Ray whose processes all run on this machine: no usage statistics, and every process on
-    the loopback address (Ray otherwise swaps 127.0.0.1 for the machine's network address, unless told that no
-    other machine will join: that is what ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` says, on any system)."""
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    """Prepare this process for a Ray whose processes all run on this machine, on the loopback only, with no
+    usage statistics (see :data:`PRIVATE_RAY_ENV`).  Raises :class:`RayNotPrivate` if Ray was already imported
+    without it: Ray has then fixed its node address, and a private Ray would listen on every interface."""
+    os.environ.update(PRIVATE_RAY_ENV)
+    constants = sys.modules.get("ray._private.ray_constants")
+    if constants is not None and constants.ENABLE_RAY_CLUSTER:
+        raise RayNotPrivate(
+            "Ray was imported before solver.ray_engine could keep a private Ray on the loopback (127.0.0.1): its "
+            "processes would listen on every network interface. Start the private Ray before anything imports "
+            "ray, or set RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 in the environment before starting Python"
+        )
+
+
+@contextmanager
+def no_cloud_probes():
+    """While Ray's processes start (``ray.init``, ``ray.cluster_utils.Cluster``, ``add_node``): the variables of
+    :data:`NO_CLOUD_PROBES_ENV` set, so that those processes never ask the cloud metadata service; this process's
+    environment is restored afterwards."""
+    saved = {name: os.environ.get(name) for name in NO_CLOUD_PROBES_ENV}
+    os.environ.update(NO_CLOUD_PROBES_ENV)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @contextmanager
 def ray_session(address: str | None = None, num_cpus: int | None = None):
     """Connect to the Ray cluster at ``address``, or start a private one on this machine (``num_cpus``, default
-    all cores; bound to 127.0.0.1, no dashboard, no usage statistics) and shut it down on exit.  An already
-    initialised Ray is used as it is and left running."""
-    ray = import_ray()
-    if ray.is_initialized():
+    all cores) and shut it down on exit.  A private Ray has every process on the loopback (127.0.0.1) and no
+    dashboard, usage statistics or cloud probes; starting one after something else imported Ray raises
+    :class:`RayNotPrivate`.  An already initialised Ray is used as it is and left running."""
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
         yield ray
         return
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     if address:
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        ray = import_ray()
         ray.init(address=address, log_to_driver=False)
     else:
         private_ray_environment()
-        ray.init(num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+        ray = import_ray()
+        with no_cloud_probes():
+            ray.init(num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
     try:
         yield ray
     finally:

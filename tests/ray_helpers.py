@@ -5,11 +5,14 @@ from __future__ import annotations
 import pytest
 
 from solver.build import build
-from solver.ray_engine import private_ray_environment
+from solver.ray_engine import no_cloud_probes, private_ray_environment
 from solver.spec import SolveSpec
 from solver.store import Table
 
-private_ray_environment()  # before any Ray process starts: loopback only, no usage statistics
+private_ray_environment()  # before anything imports Ray: loopback only, no usage statistics
+
+#: Every node of the tests' clusters: this machine's loopback, no dashboard.
+NODE = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "include_dashboard": False}
 
 #: What the Ray tests build; "3x3 to 256" is the 3x3 game with the objective of making a 256.
 SPECS = {
@@ -35,3 +38,16 @@ def local_reference(root, name: str):
     if not path.exists():
         build(SPECS[name], path, progress=False, layout="directory")
     return path
+
+
+def start_cluster(nodes: int = 3):
+    """A ``ray.cluster_utils.Cluster`` of ``nodes`` one-CPU nodes on 127.0.0.1 (its processes started without
+    cloud probes, see ``solver.ray_engine.no_cloud_probes``); the caller shuts it down."""
+    from ray.cluster_utils import Cluster
+
+    with no_cloud_probes():
+        c = Cluster(initialize_head=True, head_node_args=NODE)
+        for _ in range(nodes - 1):
+            c.add_node(**NODE)
+    c.wait_for_nodes()
+    return c

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from ray_helpers import GOLDEN_NAMES, SPECS, checksums, local_reference, require_ray
+from sockets import SocketWatch
 
 from solver.sharded import build_sharded
 
@@ -72,14 +73,21 @@ def test_every_shard_runs_as_a_ray_task(ray_local, tmp_path):
     assert len(on_ray) > 10 * len([1 for _, whole in calls if whole])
 
 
-def test_cli_builds_on_a_private_ray(references, tmp_path):
+def test_cli_builds_on_a_private_ray_on_the_loopback(references, tmp_path):
+    """The CLI's private Ray builds the same table, and every socket of every process it starts (GCS, raylet,
+    dashboard, agents, workers), watched from start to shutdown, is on a loopback address."""
     out = tmp_path / "cli"
-    run = subprocess.run([sys.executable, "-m", "solver", "build", "--board", "2x3", "--backend", "ray",
-                          "--shards", "2", "--shard-min", "0", "--threads", "2", "--quiet", "--out", str(out)],
-                         capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    assert "on 2 shards" in run.stdout
+    args = [sys.executable, "-m", "solver", "build", "--board", "2x3", "--backend", "ray", "--shards", "2",
+            "--shard-min", "0", "--threads", "2", "--quiet", "--out", str(out)]  # fmt: skip
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with SocketWatch(proc.pid) as watch:
+        stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    assert "on 2 shards" in stdout
     assert checksums(out) == checksums(references["2x3"])
+    names = {name for name, _ in watch.listeners()}
+    assert {"gcs_server", "raylet"} <= names, f"the watch saw no Ray listener in {watch.samples} samples: {names}"
+    assert watch.off_loopback() == []
 
 
 def test_cli_refuses_a_table_file_on_ray(tmp_path):

@@ -6,31 +6,28 @@ from __future__ import annotations
 import os
 
 import pytest
-from ray_helpers import SPECS, checksums, local_reference, require_ray
+from ray_helpers import SPECS, checksums, local_reference, require_ray, start_cluster
+from sockets import SocketWatch
 
 from solver.sharded import build_sharded
 
 ray = require_ray()
 
-from ray.cluster_utils import Cluster  # noqa: E402
-
 from solver.ray_engine import KILL_ENV, RayEngine, ray_session  # noqa: E402
-
-NODE = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "include_dashboard": False}
 
 
 @pytest.fixture
-def cluster():
-    c = Cluster(initialize_head=True, head_node_args=NODE)
-    for _ in range(2):
-        c.add_node(**NODE)
-    c.wait_for_nodes()
-    try:
-        with ray_session(c.address) as session:
-            assert len([n for n in session.nodes() if n["Alive"]]) == 3
-            yield c
-    finally:
-        c.shutdown()
+def watched_cluster():
+    """A three-node cluster on this machine, and a watch on the sockets of its processes (this one included)
+    from before it starts."""
+    with SocketWatch() as watch:
+        c = start_cluster(3)
+        try:
+            with ray_session(c.address) as session:
+                assert len([n for n in session.nodes() if n["Alive"]]) == 3
+                yield c, watch
+        finally:
+            c.shutdown()
 
 
 @pytest.mark.parametrize("victim", ["task_spawn:30", "task_state_values:100", "task_lookup:200"])
@@ -41,10 +38,7 @@ def test_killed_workers_are_retried_and_the_table_is_identical(tmp_path, monkeyp
     markers.mkdir()
     name = victim.split(":")[0]
     monkeypatch.setenv(KILL_ENV, f"{victim}:{markers}")
-    c = Cluster(initialize_head=True, head_node_args=NODE)
-    for _ in range(2):
-        c.add_node(**NODE)
-    c.wait_for_nodes()
+    c = start_cluster(3)
     try:
         with ray_session(c.address):
             build_sharded(RayEngine(), SPECS["2x3"], tmp_path / "t", 3, progress=False, shard_min=0)
@@ -55,8 +49,16 @@ def test_killed_workers_are_retried_and_the_table_is_identical(tmp_path, monkeyp
     assert checksums(tmp_path / "t") == checksums(local_reference(tmp_path, "2x3"))
 
 
-def test_three_node_cluster_builds_identical_tables(cluster, tmp_path):
+def test_three_node_cluster_builds_identical_tables_on_the_loopback(watched_cluster, tmp_path):
+    """Tables bit-identical to the local build's, and every socket of the cluster's processes (GCS, raylets,
+    dashboard, workers, this driver) on a loopback address, from start-up to the end of the builds."""
+    _, watch = watched_cluster
     for name, n_shards, shard_min in (("2x3", 3, 0), ("2x4", 4, 10_000)):
         build_sharded(RayEngine(), SPECS[name], tmp_path / name, n_shards, progress=False, shard_min=shard_min)
         assert checksums(tmp_path / name) == checksums(local_reference(tmp_path, name))
     assert os.environ.get(KILL_ENV) is None
+    watch.sample()
+    names = {name for name, _ in watch.listeners()}
+    assert {"gcs_server", "raylet"} <= names, f"the watch saw no Ray listener: {sorted(names)}"
+    assert len([1 for name, _ in watch.listeners() if name == "raylet"]) >= 3 * 2, "not every node's raylet"
+    assert watch.off_loopback() == []
