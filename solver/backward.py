@@ -15,13 +15,11 @@ from tqdm.auto import tqdm
 
 from env2048.tables import board_tables
 
+from .bellman import GROUP, afterstate_values_grouped, state_values_grouped
 from .forward import n_chunks_for
-from .kernels import TIE_TOLERANCE, afterstate_values, hash_index, state_values
+from .kernels import TIE_TOLERANCE
 from .spec import SolveSpec
-
-_EMPTY_IDS = np.empty(0, np.uint64)
-_EMPTY_VALUES = np.empty(0, np.float64)
-_EMPTY_INDEX = hash_index(_EMPTY_IDS, _EMPTY_VALUES)
+from .value_index import ValueIndex, build_value_index, empty_value_index
 
 
 class CorruptLayer(RuntimeError):
@@ -38,9 +36,10 @@ def solve_states(
     """``(state_values float64[n], best_actions uint8[n])`` of one age from its afterstate values; actions within
     ``tie = (relative, absolute)`` of the best are all best."""
     T = board_tables(spec.rows, spec.cols)
-    s_values, best, missing = state_values(
+    s_values, best, missing = state_values_grouped(
         states, T, spec.cells, spec.win_exponent, spec.objective == "score",
-        hash_index(afterstates, afterstate_values_), n_chunks_for(states.size), float(tie[0]), float(tie[1]),
+        build_value_index(afterstates, afterstate_values_), n_chunks_for(states.size), float(tie[0]), float(tie[1]),
+        GROUP,
     )  # fmt: skip
     if missing >= 0:
         raise CorruptLayer(f"state {int(states[missing]):#x} has an afterstate missing from its layer")
@@ -51,17 +50,17 @@ def solve_age(
     spec: SolveSpec,
     states: np.ndarray,
     afterstates: np.ndarray,
-    next2: tuple,
-    next4: tuple,
+    next2: ValueIndex,
+    next4: ValueIndex,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Values of one age: ``(state_values float64[n], best_actions uint8[n], afterstate_values float64[m])``.
 
-    ``next2`` / ``next4``: ``hash_index(ids, values)`` of the states of age a+2 / a+4.
+    ``next2`` / ``next4``: ``build_value_index(ids, values)`` of the states of age a+2 / a+4.
     """
     T = board_tables(spec.rows, spec.cols)
-    a_values, missing = afterstate_values(
+    a_values, missing = afterstate_values_grouped(
         afterstates, T.sym_shift, T.sym_bytes, spec.p4, spec.spawn_code, next2, next4,
-        n_chunks_for(afterstates.size),
+        n_chunks_for(afterstates.size), GROUP,
     )  # fmt: skip
     if missing >= 0:
         raise CorruptLayer(f"afterstate {int(afterstates[missing]):#x} has a child missing from the next layers")
@@ -84,13 +83,13 @@ def run_backward(
     """
     done = set(done)
     present = set(ages)
-    window: dict[int, tuple] = {}
+    window: dict[int, ValueIndex] = {}
 
-    def layer_values(age: int) -> tuple[np.ndarray, np.ndarray]:
+    def layer_values(age: int) -> ValueIndex:
         if age not in present:
-            return _EMPTY_INDEX
+            return empty_value_index()
         if age not in window:
-            window[age] = hash_index(load_layer(age)[0], load_state_values(age))
+            window[age] = build_value_index(load_layer(age)[0], load_state_values(age))
         return window[age]
 
     todo = [a for a in sorted(ages, reverse=True) if a not in done]
@@ -103,7 +102,7 @@ def run_backward(
             nexts = layer_values(age + 2), layer_values(age + 4)
             s_values, best, a_values = solve_age(spec, states, afterstates, *nexts)
             on_age(age, s_values, best, a_values)
-            window[age] = hash_index(states, s_values)
+            window[age] = build_value_index(states, s_values)
             for old in [k for k in window if k > age + 2]:
                 del window[old]  # ages a-2 and a-4 need only a, a+2 from here on
             work += states.size + afterstates.size

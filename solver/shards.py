@@ -30,9 +30,10 @@ import numpy as np
 from env2048.tables import board_tables
 
 from .backward import CorruptLayer, solve_states
+from .bellman import GROUP, afterstate_values_grouped
 from .forward import expand, merge_unique, n_chunks_for, spawn
-from .kernels import afterstate_values, hash_index
 from .spec import SolveSpec
+from .value_index import ValueIndex, build_value_index
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -163,7 +164,8 @@ def _joined(requested, answers) -> tuple[np.ndarray, np.ndarray]:
 def afterstate_values_from(spec: SolveSpec, afterstates: np.ndarray, requests2, answers2, requests4, answers4):
     """Values (``float64[n]``) of one shard's afterstates; ``answers*[k]`` are the values of the children
     ``requests*[k]`` (ages + 2 and + 4) from their owner shard k."""
-    index2, index4 = hash_index(*_joined(requests2, answers2)), hash_index(*_joined(requests4, answers4))
+    index2 = build_value_index(*_joined(requests2, answers2))
+    index4 = build_value_index(*_joined(requests4, answers4))
     return values_from_children(spec, afterstates, index2, index4)
 
 
@@ -175,16 +177,19 @@ def state_values_from(spec: SolveSpec, states: np.ndarray, requests, answers) ->
 def solve_whole(spec: SolveSpec, afterstates, states, next2: tuple, next4: tuple) -> tuple[np.ndarray, np.ndarray]:
     """An age held by one shard: ``(afterstate values, state values)`` from the whole state layers ``next* =
     (states, state values)`` of ages + 2 and + 4, as the one-process build computes them."""
-    values = values_from_children(spec, afterstates, hash_index(*next2), hash_index(*next4))
+    values = values_from_children(spec, afterstates, build_value_index(*next2), build_value_index(*next4))
     return values, solve_states(spec, states, afterstates, values)[0]
 
 
-def values_from_children(spec: SolveSpec, afterstates: np.ndarray, index2: tuple, index4: tuple) -> np.ndarray:
-    """Afterstate values (``float64[n]``) from ``hash_index``es of their children's values (ages + 2, + 4)."""
+def values_from_children(
+    spec: SolveSpec, afterstates: np.ndarray, index2: ValueIndex, index4: ValueIndex
+) -> np.ndarray:
+    """Afterstate values (``float64[n]``) from value indexes of their children's values (ages + 2, + 4)."""
     T = board_tables(spec.rows, spec.cols)
-    values, missing = afterstate_values(
-        afterstates, T.sym_shift, T.sym_bytes, spec.p4, spec.spawn_code, index2, index4, n_chunks_for(afterstates.size)
-    )
+    values, missing = afterstate_values_grouped(
+        afterstates, T.sym_shift, T.sym_bytes, spec.p4, spec.spawn_code, index2, index4,
+        n_chunks_for(afterstates.size), GROUP,
+    )  # fmt: skip
     if missing >= 0:
         raise CorruptLayer(f"afterstate {int(afterstates[missing]):#x} has a child missing from the next layers")
     return values

@@ -13,8 +13,6 @@ from solver.kernels import (
     _child_canonical,
     _images,
     expand_states,
-    hash_index,
-    lookup,
     merge_runs,
     radix_sort,
     spawn_children,
@@ -41,18 +39,6 @@ def test_merge_runs_is_sorted_union(runs):
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
     got = merge_runs(buf, starts, counts)
     assert [int(x) for x in got] == sorted(set().union(*runs))
-
-
-@given(st.lists(st.integers(1, 2**40), max_size=200, unique=True), st.lists(st.integers(1, 2**40), max_size=20))
-def test_hash_index_finds_exactly_the_members(members, probes):
-    ids = np.array(sorted(members), np.uint64)
-    values = np.arange(ids.size, dtype=np.float64) + 0.5
-    keys, vals, shift = hash_index(ids, values)
-    for i, x in enumerate(ids):
-        slot = lookup(keys, shift, np.uint64(x))
-        assert slot >= 0 and vals[slot] == values[i]
-    for p in probes:
-        assert (lookup(keys, shift, np.uint64(p)) >= 0) == (p in set(members))
 
 
 def _grid(board_id, rows, cols):

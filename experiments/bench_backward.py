@@ -1,0 +1,148 @@
+"""Designs of the backward pass compared on the same inputs: the forward layers of one game, held in memory.
+
+    python -m experiments.bench_backward [--board 4x3 --objective tile:6] [--repeats 3] [--designs A,B,...]
+                                         [--json FILE]
+
+The forward pass runs once; then each design solves every age, largest first, ``--repeats`` times (interleaved,
+so that the machine's noise falls on every design alike), and its values and best actions must equal the first
+design's bit for bit.  Rates are states + afterstates per core-second of the backward pass (index builds
+included; no disk, no coding).  Designs:
+
+- ``baseline``: the one-at-a-time kernels of :mod:`solver.kernels` on ``hash_index`` tables (separate key and
+  value arrays, allocated by numba: 4 KiB pages; built on one thread);
+- ``hugepages``: the same kernels and tables, the tables copied into numpy-allocated arrays (2 MiB pages);
+- ``slots-gN``: :mod:`solver.value_index` tables (key and value in one 16-byte slot, huge pages, built in
+  parallel) with the grouped kernels of :mod:`solver.bellman`, ``N`` boards per group (``g1``: one at a time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import numba
+import numpy as np
+
+from env2048.tables import board_tables
+from experiments.backward_baseline import afterstate_values, hash_index, state_values
+from solver.bellman import afterstate_values_grouped, state_values_grouped
+from solver.forward import n_chunks_for, run_forward
+from solver.kernels import TIE_TOLERANCE
+from solver.spec import SolveSpec
+from solver.value_index import build_value_index
+
+DEFAULT_DESIGNS = "baseline,hugepages,slots-g1,slots-g4,slots-g16,slots-g32"
+
+
+def _hash_index_hugepages(ids, values):
+    keys, vals, shift = hash_index(ids, values)
+    return np.array(keys), np.array(vals), shift  # numpy's copies: huge pages
+
+
+def design(name: str):
+    """``(build_index(ids, values), afterstate_kernel(afterstates, T, spec, i2, i4, n_chunks),
+    state_kernel(states, T, spec, index, n_chunks))`` of a design."""
+    if name in ("baseline", "hugepages"):
+        build = hash_index if name == "baseline" else _hash_index_hugepages
+
+        def after(a, T, spec, i2, i4, nc):
+            return afterstate_values(a, T.sym_shift, T.sym_bytes, spec.p4, spec.spawn_code, i2, i4, nc)
+
+        def state(s, T, spec, idx, nc):
+            return state_values(s, T, spec.cells, spec.win_exponent, spec.objective == "score", idx, nc,
+                                TIE_TOLERANCE, 0.0)  # fmt: skip
+
+        return build, after, state
+    if name.startswith("slots-g"):
+        group = int(name[len("slots-g") :])
+
+        def after(a, T, spec, i2, i4, nc):
+            return afterstate_values_grouped(a, T.sym_shift, T.sym_bytes, spec.p4, spec.spawn_code, i2[:3], i4[:3],
+                                             nc, group)  # fmt: skip
+
+        def state(s, T, spec, idx, nc):
+            return state_values_grouped(s, T, spec.cells, spec.win_exponent, spec.objective == "score", idx[:3], nc,
+                                        TIE_TOLERANCE, 0.0, group)  # fmt: skip
+
+        return build_value_index, after, state
+    raise ValueError(f"unknown design {name!r}: one of {DEFAULT_DESIGNS} (slots-gN for any N)")
+
+
+def solve_all(spec: SolveSpec, layers: dict, name: str) -> tuple[float, dict]:
+    """Seconds of a whole backward pass with design ``name``, and ``{age: (state values, best actions)}``."""
+    build, after, state = design(name)
+    T = board_tables(spec.rows, spec.cols)
+    empty = build(np.empty(0, np.uint64), np.empty(0, np.float64))
+    window, results = {}, {}
+    t0 = time.perf_counter()
+    for age in sorted(layers, reverse=True):
+        states, afterstates = layers[age]
+        a_values, missing = after(afterstates, T, spec, window.get(age + 2, empty), window.get(age + 4, empty),
+                                  n_chunks_for(afterstates.size))  # fmt: skip
+        assert missing < 0
+        s_values, best, missing = state(states, T, spec, build(afterstates, a_values), n_chunks_for(states.size))
+        assert missing < 0
+        window[age] = build(states, s_values)
+        window.pop(age + 4, None)
+        results[age] = (s_values, best)
+    return time.perf_counter() - t0, results
+
+
+def same(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(
+        np.array_equal(a[k][0].view(np.uint64), b[k][0].view(np.uint64)) and np.array_equal(a[k][1], b[k][1]) for k in a
+    )
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--board", default="4x3")
+    parser.add_argument("--objective", default="tile:6")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--designs", default=DEFAULT_DESIGNS)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    spec = SolveSpec.parse(args.board, args.objective)
+    names = args.designs.split(",")
+    for name in names:
+        design(name)  # an unknown name fails before the forward pass
+    layers = {}
+    t0 = time.perf_counter()
+    counts = run_forward(spec, on_age=lambda c, s, a: layers.__setitem__(c.age, (s, a)), progress=False)
+    forward_s = time.perf_counter() - t0
+    work = sum(c.states + c.afterstates for c in counts)
+    threads = numba.get_num_threads()
+    print(f"{spec.describe()}: {work:,} states+afterstates, forward {forward_s:.1f} s on {threads} threads")
+    small = {a: layers[a] for a in sorted(layers)[-8:]}  # the largest ages: their children are all there
+    for name in names:
+        solve_all(spec, small, name)  # compile
+    times = {name: [] for name in names}
+    reference = None
+    for _ in range(args.repeats):
+        for name in names:
+            seconds, results = solve_all(spec, layers, name)
+            if reference is None:
+                reference = results
+            elif not same(reference, results):
+                raise SystemExit(f"design {name} gives other values or actions than {names[0]}")
+            times[name].append(seconds)
+            del results
+    out = {"board": args.board, "objective": args.objective, "work": work, "threads": threads,
+           "forward_s": forward_s, "designs": {}}  # fmt: skip
+    base = statistics.median(times[names[0]])
+    for name in names:
+        med = statistics.median(times[name])
+        rate = work / med / threads
+        out["designs"][name] = {"seconds": times[name], "median_s": med, "per_core_second": rate}
+        print(f"{name:>10}: {med:7.1f} s (median of {args.repeats}), {rate / 1e6:5.2f} M per core-second, "
+              f"{base / med:4.2f}x {names[0]}; identical")  # fmt: skip
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+    return out
+
+
+if __name__ == "__main__":
+    main()

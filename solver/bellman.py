@@ -1,0 +1,174 @@
+"""The backward pass's two Bellman backups, with their lookups issued in groups (group prefetching).
+
+Each chunk of the input goes ``GROUP`` boards at a time: first every lookup key of the group is computed (the
+canonical spawned children of afterstates, the canonical afterstates of states' moves) and its home slot in the
+:class:`~solver.value_index.ValueIndex` prefetched; then the values are read and combined in exactly the order of
+the one-at-a-time kernels of :mod:`solver.kernels` (so every result is the same float, bit for bit).  The core
+thus has up to ``GROUP x keys`` misses in flight instead of one.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from env2048.kernels import canonical_packed, max_exponent_packed, move_packed
+
+from .kernels import ADVERSARIAL, OPTIMISTIC, RANDOM, _child_canonical, _images, chunk_bounds
+from .prefetch import prefetch
+from .value_index import find, home_slot
+
+#: Boards whose lookups are issued together (afterstates: up to 2 x cells keys each; states: up to 4).
+GROUP = 8
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def afterstate_values_grouped(afterstates, sym_shift, sym_bytes, p4, model, index2, index4, n_chunks, group):
+    """Same contract as :func:`solver.kernels.afterstate_values`, with ``index2`` / ``index4`` value indexes
+    ``(table, values, shift)`` (:class:`~solver.value_index.ValueIndex`); ``group`` afterstates at a time."""
+    n = afterstates.shape[0]
+    cells = sym_shift.shape[1]
+    table2, vals2, shift2 = index2
+    table4, vals4, shift4 = index4
+    out = np.empty(n, np.float64)
+    missing = np.full(n_chunks, -1, np.int64)
+    bounds = chunk_bounds(n, n_chunks)
+    with_two = p4 < 1.0
+    with_four = p4 > 0.0
+    for ch in numba.prange(n_chunks):
+        imgs = np.empty(sym_shift.shape[0], np.uint64)
+        keys2 = np.empty(group * cells, np.uint64)
+        keys4 = np.empty(group * cells, np.uint64)
+        for g in range(bounds[ch], bounds[ch + 1], group):
+            g_end = min(g + group, bounds[ch + 1])
+            k = 0
+            for i in range(g, g_end):
+                a = afterstates[i]
+                _images(a, sym_bytes, imgs)
+                for c in range(cells):
+                    if (a >> np.uint64(4 * c)) & np.uint64(15):
+                        continue
+                    if with_two:
+                        keys2[k] = _child_canonical(imgs, sym_shift, c, np.uint64(1))
+                        prefetch(table2, home_slot(keys2[k], shift2))
+                    if with_four:
+                        keys4[k] = _child_canonical(imgs, sym_shift, c, np.uint64(2))
+                        prefetch(table4, home_slot(keys4[k], shift4))
+                    k += 1
+            k = 0
+            for i in range(g, g_end):
+                a = afterstates[i]
+                empty = 0
+                sum2 = sum4 = 0.0
+                lo2 = lo4 = np.inf
+                hi2 = hi4 = -np.inf
+                for c in range(cells):
+                    if (a >> np.uint64(4 * c)) & np.uint64(15):
+                        continue
+                    empty += 1
+                    key = k
+                    k += 1
+                    if with_two:
+                        s = find(table2, shift2, keys2[key])
+                        if s < 0:
+                            missing[ch] = i
+                            continue
+                        v = vals2[s, 1]
+                        sum2 += v
+                        lo2 = min(lo2, v)
+                        hi2 = max(hi2, v)
+                    if with_four:
+                        s = find(table4, shift4, keys4[key])
+                        if s < 0:
+                            missing[ch] = i
+                            continue
+                        v = vals4[s, 1]
+                        sum4 += v
+                        lo4 = min(lo4, v)
+                        hi4 = max(hi4, v)
+                if empty == 0:
+                    missing[ch] = i  # an afterstate always has an empty cell; a full one means a corrupt layer
+                    out[i] = np.nan
+                    continue
+                if model == RANDOM:
+                    v = 0.0
+                    if with_two:
+                        v += (1.0 - p4) * sum2
+                    if with_four:
+                        v += p4 * sum4
+                    out[i] = v / empty
+                elif model == ADVERSARIAL:
+                    out[i] = min(lo2, lo4)
+                else:
+                    v = 0.0
+                    if with_two:
+                        v += (1.0 - p4) * (hi2 if model == OPTIMISTIC else lo2)
+                    if with_four:
+                        v += p4 * (hi4 if model == OPTIMISTIC else lo4)
+                    out[i] = v
+    return out, missing.max()
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def state_values_grouped(states, T, cells, win_exponent, score_rewards, after_index, n_chunks, tie_rel, tie_abs, group):
+    """Same contract as :func:`solver.kernels.state_values`, with ``after_index`` a value index
+    ``(table, values, shift)`` of the age's afterstates; ``group`` states at a time."""
+    n = states.shape[0]
+    rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
+    a_table, a_vals, a_shift = after_index
+    values = np.empty(n, np.float64)
+    best = np.zeros(n, np.uint8)
+    missing = np.full(n_chunks, -1, np.int64)
+    bounds = chunk_bounds(n, n_chunks)
+    for ch in numba.prange(n_chunks):
+        q = np.empty(4, np.float64)
+        # per move of each state of the group: 0 illegal, 1 a win (no lookup), 2 look up keys[]
+        kind = np.empty(4 * group, np.uint8)
+        keys = np.empty(4 * group, np.uint64)
+        rewards = np.empty(4 * group, np.float64)
+        for g in range(bounds[ch], bounds[ch + 1], group):
+            g_end = min(g + group, bounds[ch + 1])
+            for i in range(g, g_end):
+                s = states[i]
+                for a in range(4):
+                    j = 4 * (i - g) + a
+                    after, reward = move_packed(s, a, rows, cols, moves)
+                    if after == s:
+                        kind[j] = 0
+                        continue
+                    rewards[j] = float(reward) if score_rewards else 0.0
+                    if win_exponent <= 15 and max_exponent_packed(after, cells) >= win_exponent:
+                        kind[j] = 1
+                        continue
+                    kind[j] = 2
+                    keys[j] = canonical_packed(after, rows, cols, sym_lines, sym_bytes)
+                    prefetch(a_table, home_slot(keys[j], a_shift))
+            for i in range(g, g_end):
+                top = -np.inf
+                for a in range(4):
+                    j = 4 * (i - g) + a
+                    if kind[j] == 0:
+                        q[a] = -np.inf
+                        continue
+                    r = rewards[j]
+                    if kind[j] == 1:
+                        q[a] = r + 1.0
+                    else:
+                        slot = find(a_table, a_shift, keys[j])
+                        if slot < 0:
+                            missing[ch] = i
+                            q[a] = -np.inf
+                            continue
+                        q[a] = r + a_vals[slot, 1]
+                    top = max(top, q[a])
+                if top == -np.inf:
+                    values[i] = 0.0
+                    continue
+                values[i] = top
+                tol = tie_rel * max(1.0, abs(top)) + tie_abs
+                bits = 0
+                for a in range(4):
+                    if q[a] >= top - tol:
+                        bits |= 1 << a
+                best[i] = bits
+    return values, best, missing.max()

@@ -1,0 +1,148 @@
+"""Value index of a layer: an open-addressing hash table from canonical board ID to value, for the backward pass.
+
+The table is ``uint64[size, 2]``: each 16-byte slot holds a key and its value's bits (a lookup touches one cache
+line, where separate key and value arrays cost two misses).  It is allocated by numpy, which asks the kernel for
+2 MiB transparent huge pages on large arrays: a random probe then rarely misses the TLB as well as the caches
+(on this machine that alone takes a probe from ~416 to ~284 ns, see docs/solver-performance.md).  It is built in
+parallel: keys are partitioned by the top bits of their home slot, each partition fills its own range of slots,
+and the few keys whose probe sequence would leave their range are inserted afterwards, in order.
+
+``size`` is a power of two >= 2n; ``shift`` makes ``(key * MULT) >> shift`` a slot; empty slots hold key 0 (the
+empty board, never in a layer).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from .kernels import chunk_bounds
+
+HASH_MULT = np.uint64(0x9E3779B97F4A7C15)
+#: Partitions of a parallel build (each a contiguous range of slots); small tables are built in one.
+PARTITIONS = 256
+#: Tables of fewer keys are built serially (one partition).
+PARALLEL_MIN = 1 << 16
+
+
+class ValueIndex(NamedTuple):
+    """``table uint64[size, 2]`` (key, value bits), ``values float64[size, 2]`` (the same memory; column 1 holds
+    the values) and the hash ``shift``."""
+
+    table: np.ndarray
+    values: np.ndarray
+    shift: np.uint64
+
+
+def table_bits(n: int) -> int:
+    bits = 2
+    while (1 << bits) < 2 * n:
+        bits += 1
+    return bits
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _fill(table, vbits, ids, values, shift, part_bits, n_chunks):
+    """Insert ``ids`` / ``values`` (float64 bits in ``vbits``' column 1) into ``table``; returns the number of
+    keys left for :func:`_fill_rest` at the front of the returned arrays ``(rest_ids, rest_values)``."""
+    n = ids.shape[0]
+    size = table.shape[0]
+    n_parts = 1 << part_bits
+    part_shift = np.uint64(64 - part_bits) if part_bits > 0 else np.uint64(63)
+    bounds = chunk_bounds(n, n_chunks)
+    # count the keys of each partition in each chunk, then scatter them partition by partition
+    counts = np.zeros((n_chunks, n_parts), np.int64)
+    for ch in numba.prange(n_chunks):
+        for i in range(bounds[ch], bounds[ch + 1]):
+            p = ((ids[i] * HASH_MULT) >> part_shift) if part_bits > 0 else np.uint64(0)
+            counts[ch, p] += 1
+    offsets = np.empty((n_chunks, n_parts), np.int64)
+    starts = np.empty(n_parts + 1, np.int64)
+    total = 0
+    for p in range(n_parts):
+        starts[p] = total
+        for ch in range(n_chunks):
+            offsets[ch, p] = total
+            total += counts[ch, p]
+    starts[n_parts] = total
+    order_ids = np.empty(n, np.uint64)
+    order_vals = np.empty(n, np.float64)
+    for ch in numba.prange(n_chunks):
+        for i in range(bounds[ch], bounds[ch + 1]):
+            p = ((ids[i] * HASH_MULT) >> part_shift) if part_bits > 0 else np.uint64(0)
+            order_ids[offsets[ch, p]] = ids[i]
+            order_vals[offsets[ch, p]] = values[i]
+            offsets[ch, p] += 1
+    # each partition fills its own slots; a key that would probe past them waits (marked by its slot: -1)
+    part_size = size // n_parts
+    left = np.zeros(n, np.bool_)
+    for p in numba.prange(n_parts):
+        end = (p + 1) * part_size
+        for j in range(starts[p], starts[p + 1]):
+            key = order_ids[j]
+            slot = (key * HASH_MULT) >> shift
+            while slot < end and table[slot, 0] != 0:
+                slot += np.uint64(1)
+            if slot >= end:
+                left[j] = True
+                continue
+            table[slot, 0] = key
+            vbits[slot, 1] = order_vals[j]
+    n_left = 0
+    for j in range(n):
+        if left[j]:
+            order_ids[n_left] = order_ids[j]
+            order_vals[n_left] = order_vals[j]
+            n_left += 1
+    mask = np.uint64(size - 1)
+    for j in range(n_left):
+        key = order_ids[j]
+        slot = (key * HASH_MULT) >> shift
+        while table[slot, 0] != 0:
+            slot = (slot + np.uint64(1)) & mask
+        table[slot, 0] = key
+        vbits[slot, 1] = order_vals[j]
+    return n_left
+
+
+def build_value_index(ids: np.ndarray, values: np.ndarray, parallel_min: int = PARALLEL_MIN) -> ValueIndex:
+    """:class:`ValueIndex` of ``ids`` (``uint64[n]``, unique, no 0) and their ``values`` (``float64[n]``); built
+    in partitions from ``parallel_min`` keys on."""
+    n = ids.shape[0]
+    bits = table_bits(n)
+    table = np.zeros((1 << bits, 2), np.uint64)  # numpy's allocation: huge pages for large tables
+    as_float = table.view(np.float64)
+    part_bits = 0 if n < parallel_min else min(PARTITIONS.bit_length() - 1, bits - 2)
+    n_chunks = max(1, min(256, n // (1 << 15)))
+    _fill(table, as_float, ids, np.ascontiguousarray(values, np.float64), np.uint64(64 - bits), part_bits, n_chunks)
+    return ValueIndex(table, as_float, np.uint64(64 - bits))
+
+
+_EMPTY = None
+
+
+def empty_value_index() -> ValueIndex:
+    """The index of an empty layer (every lookup misses)."""
+    global _EMPTY
+    if _EMPTY is None:
+        _EMPTY = build_value_index(np.empty(0, np.uint64), np.empty(0, np.float64))
+    return _EMPTY
+
+
+@numba.njit(cache=True, inline="always")
+def home_slot(key, shift):
+    return (key * HASH_MULT) >> shift
+
+
+@numba.njit(cache=True, inline="always")
+def find(table, shift, key):
+    """Slot of ``key`` in a :class:`ValueIndex` table (its value is ``values[slot, 1]``), or -1."""
+    mask = np.uint64(table.shape[0] - 1)
+    slot = (key * HASH_MULT) >> shift
+    k = table[slot, 0]
+    while k != key and k != 0:
+        slot = (slot + np.uint64(1)) & mask
+        k = table[slot, 0]
+    return np.int64(slot) if k == key else np.int64(-1)
