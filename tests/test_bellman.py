@@ -168,4 +168,3 @@ def test_grouped_kernels_report_a_missing_child():
     state = np.array([naive.canonical([[1, 0, 1], [0, 0, 0]])], np.uint64)
     _, _, missing = state_values_grouped(state, T, 6, 16, True, empty, 1, 1e-12, 0.0, 4)
     assert missing == 0
-
