@@ -1,4 +1,4 @@
-"""The solver still writes, bit for bit, the tables it wrote before its kernels were reworked (``golden.py``):
+"""The solver still writes, bit for bit, the tables it wrote before its kernels were reworked (``golden_tables.py``):
 small games on one and two threads, both layouts, and the cached 3x3 table the other tests use."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 from oracle.oracle import cached_table
 from solver.build import build
 
-from golden import checksums_of, golden, spec_of
+from golden_tables import checksums_of, golden, spec_of
 
 
 @pytest.mark.parametrize(("name", "threads", "layout"), [

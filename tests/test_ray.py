@@ -12,7 +12,7 @@ from sockets import SocketWatch
 
 from solver.sharded import build_sharded
 
-from golden import golden
+from golden_tables import golden
 
 require_ray()
 
