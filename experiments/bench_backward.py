@@ -12,7 +12,8 @@ included; no disk, no coding).  Designs:
   value arrays, allocated by numba: 4 KiB pages; built on one thread);
 - ``hugepages``: the same kernels and tables, the tables copied into numpy-allocated arrays (2 MiB pages);
 - ``slots-gN``: :mod:`solver.value_index` tables (key and value in one 16-byte slot, huge pages, built in
-  parallel) with the grouped kernels of :mod:`solver.bellman`, ``N`` boards per group (``g1``: one at a time).
+  parallel) with the grouped kernels of :mod:`solver.bellman`, ``N`` boards per group (``g1``: one at a time);
+  ``slots-gN-loadP``: the same with tables at most P% full (default 75).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from solver.bellman import afterstate_values_grouped, state_values_grouped
 from solver.forward import n_chunks_for, run_forward
 from solver.kernels import TIE_TOLERANCE
 from solver.spec import SolveSpec
-from solver.value_index import build_value_index
+from solver.value_index import MAX_LOAD, build_value_index
 
 DEFAULT_DESIGNS = "baseline,hugepages,slots-g1,slots-g4,slots-g16,slots-g32"
 
@@ -56,7 +57,12 @@ def design(name: str):
 
         return build, after, state
     if name.startswith("slots-g"):
-        group = int(name[len("slots-g") :])
+        group, _, load = name[len("slots-g") :].partition("-load")
+        group = int(group)
+        max_load = int(load) / 100 if load else MAX_LOAD
+
+        def build(ids, values):
+            return build_value_index(ids, values, max_load=max_load)
 
         def after(a, T, spec, i2, i4, nc):
             return afterstate_values_grouped(a, T.sym_shift, T.sym_bytes, spec.p4, spec.spawn_code, i2[:3], i4[:3],
@@ -66,7 +72,7 @@ def design(name: str):
             return state_values_grouped(s, T, spec.cells, spec.win_exponent, spec.objective == "score", idx[:3], nc,
                                         TIE_TOLERANCE, 0.0, group)  # fmt: skip
 
-        return build_value_index, after, state
+        return build, after, state
     raise ValueError(f"unknown design {name!r}: one of {DEFAULT_DESIGNS} (slots-gN for any N)")
 
 

@@ -7,8 +7,8 @@ line, where separate key and value arrays cost two misses).  It is allocated by 
 parallel: keys are partitioned by the top bits of their home slot, each partition fills its own range of slots,
 and the few keys whose probe sequence would leave their range are inserted afterwards, in order.
 
-``size`` is a power of two >= 2n; ``shift`` makes ``(key * MULT) >> shift`` a slot; empty slots hold key 0 (the
-empty board, never in a layer).
+``size`` is the smallest power of two with n / size <= ``MAX_LOAD``; ``shift`` makes ``(key * MULT) >> shift`` a
+slot; empty slots hold key 0 (the empty board, never in a layer).
 """
 
 from __future__ import annotations
@@ -36,11 +36,29 @@ class ValueIndex(NamedTuple):
     shift: np.uint64
 
 
-def table_bits(n: int) -> int:
+#: Largest load factor of a table (linear probing then finds a key within 2.5 slots on average, mostly in the
+#: one 64-byte line of four slots its home slot is in).
+MAX_LOAD = 0.75
+
+
+def table_bits(n: int, max_load: float = MAX_LOAD) -> int:
+    """log2 of the smallest power-of-two table size at most ``max_load`` full."""
     bits = 2
-    while (1 << bits) < 2 * n:
+    while (1 << bits) * max_load < n:
         bits += 1
     return bits
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_serial(table, as_float, ids, values, shift):
+    """Insert every key in order, with wrap-around (small tables)."""
+    mask = np.uint64(table.shape[0] - 1)
+    for i in range(ids.shape[0]):
+        slot = (ids[i] * HASH_MULT) >> shift
+        while table[slot, 0] != 0:
+            slot = (slot + np.uint64(1)) & mask
+        table[slot, 0] = ids[i]
+        as_float[slot, 1] = values[i]
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
@@ -107,16 +125,21 @@ def _fill(table, vbits, ids, values, shift, part_bits, n_chunks):
     return n_left
 
 
-def build_value_index(ids: np.ndarray, values: np.ndarray, parallel_min: int = PARALLEL_MIN) -> ValueIndex:
+def build_value_index(
+    ids: np.ndarray, values: np.ndarray, parallel_min: int = PARALLEL_MIN, max_load: float = MAX_LOAD
+) -> ValueIndex:
     """:class:`ValueIndex` of ``ids`` (``uint64[n]``, unique, no 0) and their ``values`` (``float64[n]``); built
-    in partitions from ``parallel_min`` keys on."""
+    in partitions from ``parallel_min`` keys on, at most ``max_load`` full."""
     n = ids.shape[0]
-    bits = table_bits(n)
+    bits = table_bits(n, max_load)
     table = np.zeros((1 << bits, 2), np.uint64)  # numpy's allocation: huge pages for large tables
     as_float = table.view(np.float64)
-    part_bits = 0 if n < parallel_min else min(PARTITIONS.bit_length() - 1, bits - 2)
-    n_chunks = max(1, min(256, n // (1 << 15)))
-    _fill(table, as_float, ids, np.ascontiguousarray(values, np.float64), np.uint64(64 - bits), part_bits, n_chunks)
+    values = np.ascontiguousarray(values, np.float64)
+    if n < parallel_min:
+        _fill_serial(table, as_float, ids, values, np.uint64(64 - bits))
+    else:
+        part_bits = min(PARTITIONS.bit_length() - 1, bits - 2)
+        _fill(table, as_float, ids, values, np.uint64(64 - bits), part_bits, max(1, min(256, n // (1 << 15))))
     return ValueIndex(table, as_float, np.uint64(64 - bits))
 
 
