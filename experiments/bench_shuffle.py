@@ -34,14 +34,15 @@ EXCHANGES = {
     "task_spawn": slice(2, None),  # child pieces
     "task_forward_whole": slice(2, -1),
     "task_children_requests": slice(0, None),
-    "task_move_requests": slice(0, None),
+    "task_move_requests": slice(0, -1),  # requests (the moves stay: Ray runs their state-values task where they are)
     "task_lookup": slice(0, None),  # answers
 }
 BACKWARD = {"task_children_requests", "task_move_requests", "task_lookup"}
 
 
 def nbytes(items) -> int:
-    return sum(x.nbytes for x in items if isinstance(x, np.ndarray))
+    """Bytes of the arrays in ``items``, those inside tuples (a shard's kept moves) included."""
+    return sum(x.nbytes if isinstance(x, np.ndarray) else nbytes(x) for x in items if isinstance(x, np.ndarray | tuple))
 
 
 class Accounting(InProcess):

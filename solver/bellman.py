@@ -22,6 +22,22 @@ from .value_index import find, home_slot
 GROUP = 8
 
 
+@numba.njit(cache=True, inline="always")
+def best_of(q, tie_rel, tie_abs):
+    """The Bellman max of one state's action values ``q`` (``float64[4]``, -inf for moves it cannot make):
+    ``(value, best)`` with ``best`` the bit set (``uint8``) of the actions within the tie tolerance of the max;
+    ``(0.0, 0)`` for a state with no move."""
+    top = max(max(q[0], q[1]), max(q[2], q[3]))
+    if top == -np.inf:
+        return 0.0, np.uint8(0)
+    tol = tie_rel * max(1.0, abs(top)) + tie_abs
+    bits = 0
+    for a in range(4):
+        if q[a] >= top - tol:
+            bits |= 1 << a
+    return top, np.uint8(bits)
+
+
 @numba.njit(cache=True, parallel=True, nogil=True)
 def afterstate_values_grouped(afterstates, sym_shift, sym_bytes, p4, model, index2, index4, n_chunks, group):
     """Same contract as :func:`solver.kernels.afterstate_values`, with ``index2`` / ``index4`` value indexes
@@ -144,7 +160,6 @@ def state_values_grouped(states, T, cells, win_exponent, score_rewards, after_in
                     keys[j] = canonical_packed(after, rows, cols, sym_lines, sym_bytes)
                     prefetch(a_table, home_slot(keys[j], a_shift))
             for i in range(g, g_end):
-                top = -np.inf
                 for a in range(4):
                     j = 4 * (i - g) + a
                     if kind[j] == 0:
@@ -160,15 +175,5 @@ def state_values_grouped(states, T, cells, win_exponent, score_rewards, after_in
                             q[a] = -np.inf
                             continue
                         q[a] = r + a_vals[slot, 1]
-                    top = max(top, q[a])
-                if top == -np.inf:
-                    values[i] = 0.0
-                    continue
-                values[i] = top
-                tol = tie_rel * max(1.0, abs(top)) + tie_abs
-                bits = 0
-                for a in range(4):
-                    if q[a] >= top - tol:
-                        bits |= 1 << a
-                best[i] = bits
+                values[i], best[i] = best_of(q, tie_rel, tie_abs)
     return values, best, missing.max()

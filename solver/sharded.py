@@ -165,8 +165,9 @@ def task_children_requests(spec: SolveSpec, shards_next: tuple[int, int], afters
 
 
 def task_move_requests(spec: SolveSpec, n: int, states):
-    """-> ``(requests to the n afterstate shards of the age...)``."""
-    return tuple(move_requests(spec, n, _array(states, spec)))
+    """-> ``(requests to the n afterstate shards of the age..., the states' moves)``."""
+    requests, moves = move_requests(spec, n, _array(states, spec))
+    return (*requests, moves)
 
 
 def task_lookup(spec: SolveSpec, ids, values, *requests):
@@ -181,10 +182,10 @@ def task_afterstate_values(spec: SolveSpec, shards_next: tuple[int, int], afters
     return (afterstate_values_from(spec, _array(afterstates, spec), r2, a2, r4, a4),)
 
 
-def task_state_values(spec: SolveSpec, n: int, work: str, age: int, shard: int, states, *exchange):
-    """``exchange``: the requests to the age's n afterstate shards, then their answers.  Saves the values
-    -> ``(state values,)``."""
-    values = state_values_from(spec, _array(states, spec), exchange[:n], exchange[n:])
+def task_state_values(spec: SolveSpec, n: int, work: str, age: int, shard: int, moves, *exchange):
+    """``moves``: the shard's states' moves (from :func:`task_move_requests`); ``exchange``: the requests to the
+    age's n afterstate shards, then their answers.  Saves the values -> ``(state values,)``."""
+    values = state_values_from(moves, exchange[:n], exchange[n:])
     save_array(shard_file(work, "backward", age, shard, "state_values"), values)
     return (values,)
 
@@ -411,7 +412,8 @@ class ShardedBuild:
             n, nxt = shards[age], (shards.get(age + 2, 1), shards.get(age + 4, 1))
             children = [engine.submit(task_children_requests, spec, nxt, a, num_returns=sum(nxt))
                         for a in self.layer("afterstates", age)]  # fmt: skip
-            moves = [engine.submit(task_move_requests, spec, n, s, num_returns=n) for s in self.layer("states", age)]
+            moves = [engine.submit(task_move_requests, spec, n, s, num_returns=n + 1)
+                     for s in self.layer("states", age)]  # fmt: skip
             requests[age] = (children, moves)
 
         def retire() -> None:
@@ -456,8 +458,8 @@ class ShardedBuild:
                               for s in range(n)]  # fmt: skip
                     answers = [engine.submit(task_lookup, spec, after[s], values[s], *[moves[t][s] for t in range(n)],
                                              num_returns=n) for s in range(n)]  # fmt: skip
-                    state_values[age] = [engine.submit(task_state_values, spec, n, self.work_path, age, t, states[t],
-                                                       *moves[t], *[answers[s][t] for s in range(n)])[0]
+                    state_values[age] = [engine.submit(task_state_values, spec, n, self.work_path, age, t, moves[t][n],
+                                                       *moves[t][:n], *[answers[s][t] for s in range(n)])[0]
                                          for t in range(n)]  # fmt: skip
                     written = engine.submit(task_write, spec, out_dir, counts[age], n, *after, *values)[0]
                 inflight.append((age, written))

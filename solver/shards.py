@@ -14,9 +14,10 @@ backward (the states of ages a+2 and a+4 already solved)
                                     a+4), one piece per owner shard;
     :func:`lookup_shard`            state shard t of age a+2 (or a+4) answers every shard's requests;
     :func:`afterstate_values_from`  shard s: its afterstates' values (the spawn model's aggregate);
-    :func:`move_requests`           states of shard t -> the afterstates their moves lead to, by owner;
+    :func:`move_requests`           states of shard t -> their moves (kept) and the afterstates these lead
+                                    to, by owner;
     :func:`lookup_shard`            afterstate shard s of age a answers them;
-    :func:`state_values_from`       shard t: its states' values (Bellman max over the moves).
+    :func:`state_values_from`       shard t: its states' values (Bellman max over the kept moves).
 
 Every state and afterstate value is computed once, by the same kernel and the same arithmetic as in the
 one-process build, so the values, and the table, do not depend on the number of shards.
@@ -32,6 +33,7 @@ from env2048.tables import board_tables
 from .backward import CorruptLayer, solve_states
 from .bellman import GROUP, afterstate_values_grouped
 from .forward import expand, merge_unique, n_chunks_for, spawn
+from .moves import Moves, afterstates_of, state_moves, state_values_from_moves
 from .spec import SolveSpec
 from .value_index import ValueIndex, build_value_index
 
@@ -107,10 +109,12 @@ def children_requests(spec: SolveSpec, shards_next: tuple[int, int], afterstates
     return split(twos, shards_next[0]), split(fours, shards_next[1])
 
 
-def move_requests(spec: SolveSpec, n_shards: int, states: np.ndarray) -> list[np.ndarray]:
+def move_requests(spec: SolveSpec, n_shards: int, states: np.ndarray) -> tuple[list[np.ndarray], Moves]:
     """The afterstate values a state shard needs: the canonical afterstates of its states' moves (winning moves
-    need none), cut by owner among the age's ``n_shards`` afterstate shards."""
-    return split(expand(states, spec)[0], n_shards)
+    need none), cut by owner among the age's ``n_shards`` afterstate shards; and the moves themselves, kept for
+    :func:`state_values_from` so that no board is moved twice."""
+    moves = state_moves(spec, states)
+    return split(afterstates_of(moves, spec.cells), n_shards), moves
 
 
 @numba.njit(cache=True, nogil=True)
@@ -169,9 +173,13 @@ def afterstate_values_from(spec: SolveSpec, afterstates: np.ndarray, requests2, 
     return values_from_children(spec, afterstates, index2, index4)
 
 
-def state_values_from(spec: SolveSpec, states: np.ndarray, requests, answers) -> np.ndarray:
-    """Values (``float64[n]``) of one shard's states from the values of the afterstates they move to."""
-    return solve_states(spec, states, *_joined(requests, answers))[0]
+def state_values_from(moves: Moves, requests, answers) -> np.ndarray:
+    """Values (``float64[n]``) of one shard's states from their ``moves`` (:func:`move_requests`) and the values
+    of the afterstates they move to."""
+    values, _, missing = state_values_from_moves(moves, build_value_index(*_joined(requests, answers)))
+    if missing >= 0:
+        raise CorruptLayer(f"state {missing} of the shard has an afterstate its answers do not hold")
+    return values
 
 
 def solve_whole(spec: SolveSpec, afterstates, states, next2: tuple, next4: tuple) -> tuple[np.ndarray, np.ndarray]:

@@ -1,5 +1,6 @@
-"""The backward pass's value index (solver.value_index) and grouped Bellman kernels (solver.bellman) against slow
-pure-Python references: every result equal, float for float, for any group size and partitioned build."""
+"""The backward pass's value index (solver.value_index), grouped Bellman kernels (solver.bellman) and moves kept
+for the sharded backend (solver.moves) against slow pure-Python references: every result equal, float for float,
+for any group size and partitioned build."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from env2048.tables import board_tables
 from solver import value_index as VI
 from solver.bellman import afterstate_values_grouped, state_values_grouped
 from solver.kernels import ADVERSARIAL, OPTIMISTIC, PESSIMISTIC, RANDOM
+from solver.moves import Moves, _state_moves, afterstates_of, state_values_from_moves
 from solver.value_index import build_value_index, find
 
 import naive
@@ -157,6 +159,12 @@ def test_state_values_grouped_matches_reference(cases, score, win_exponent, grou
                                                  group)  # fmt: skip
     assert missing == -1
     assert values.tolist() == expected_values and best.tolist() == expected_best
+    # the sharded backend's two steps: moves computed once, their afterstates requested, the max from the moves
+    moves = Moves(*_state_moves(states, T, rows * cols, win_exponent, score, 2))
+    assert afterstates_of(moves, rows * cols).tolist() == sorted(after_values)
+    values, best, missing = state_values_from_moves(moves, index, (1e-12, 0.0))
+    assert missing == -1
+    assert values.tolist() == expected_values and best.tolist() == expected_best
 
 
 def test_grouped_kernels_report_a_missing_child():
@@ -167,4 +175,6 @@ def test_grouped_kernels_report_a_missing_child():
     assert missing == 0
     state = np.array([naive.canonical([[1, 0, 1], [0, 0, 0]])], np.uint64)
     _, _, missing = state_values_grouped(state, T, 6, 16, True, empty, 1, 1e-12, 0.0, 4)
+    assert missing == 0
+    _, _, missing = state_values_from_moves(Moves(*_state_moves(state, T, 6, 16, True, 1)), empty)
     assert missing == 0

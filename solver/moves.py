@@ -1,0 +1,136 @@
+"""States' moves computed once, for the sharded backward pass.
+
+A state shard needs the values of its states' afterstates, which other shards hold: it first sends them the
+canonical afterstates of its moves (the requests), then, once the answers come back, takes the Bellman max.
+:func:`state_moves` computes every move once, for both steps: the requests are its sorted unique keys, and
+:func:`state_values_from_moves` finishes from the stored keys and rewards without moving a board again.
+
+Moves of ``n`` states: ``keys uint64[n, 4]`` (the canonical afterstate of move ``a``; ``ILLEGAL`` = 0 where the
+move does not change the board or wins) and ``rewards uint32[n, 4]`` (the move's merge score, 0 under a tile
+objective; ``WIN_FLAG`` set where the move makes the goal tile).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from env2048.kernels import canonical_packed, max_exponent_packed, move_packed
+from env2048.tables import board_tables
+
+from .bellman import GROUP, best_of
+from .forward import n_chunks_for
+from .kernels import TIE_TOLERANCE, _sort_unique_inplace, chunk_bounds, merge_runs
+from .prefetch import prefetch
+from .spec import SolveSpec
+from .value_index import ValueIndex, find, home_slot
+
+ILLEGAL = np.uint64(0)  # the empty board: never an afterstate
+WIN_FLAG = np.uint32(1 << 31)  # merge scores stay far below 2**31
+
+
+class Moves(NamedTuple):
+    """The moves of a shard's states: ``keys uint64[n, 4]``, ``rewards uint32[n, 4]`` (see the module)."""
+
+    keys: np.ndarray
+    rewards: np.ndarray
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _state_moves(states, T, cells, win_exponent, score_rewards, n_chunks):
+    n = states.shape[0]
+    rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
+    keys = np.zeros((n, 4), np.uint64)
+    rewards = np.zeros((n, 4), np.uint32)
+    bounds = chunk_bounds(n, n_chunks)
+    for ch in numba.prange(n_chunks):
+        for i in range(bounds[ch], bounds[ch + 1]):
+            s = states[i]
+            for a in range(4):
+                after, reward = move_packed(s, a, rows, cols, moves)
+                if after == s:
+                    continue
+                if score_rewards:
+                    rewards[i, a] = np.uint32(reward)
+                if win_exponent <= 15 and max_exponent_packed(after, cells) >= win_exponent:
+                    rewards[i, a] |= WIN_FLAG
+                    continue
+                keys[i, a] = canonical_packed(after, rows, cols, sym_lines, sym_bytes)
+    return keys, rewards
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _sorted_runs(keys, key_bits, n_chunks):
+    """The non-zero ``keys`` (``uint64[n, 4]``) as sorted unique runs, one per chunk of rows (for merge_runs)."""
+    n = keys.shape[0]
+    bounds = chunk_bounds(n, n_chunks)
+    buf = np.empty(4 * n, np.uint64)
+    counts = np.zeros(n_chunks, np.int64)
+    for ch in numba.prange(n_chunks):
+        w = 4 * bounds[ch]
+        for i in range(bounds[ch], bounds[ch + 1]):
+            for a in range(4):
+                if keys[i, a] != ILLEGAL:
+                    buf[w] = keys[i, a]
+                    w += 1
+        counts[ch] = _sort_unique_inplace(buf, 4 * bounds[ch], w, key_bits)
+    return buf, 4 * bounds[:-1], counts
+
+
+@numba.njit(cache=True, parallel=True, nogil=True)
+def _values_from_moves(keys, rewards, after_index, n_chunks, tie_rel, tie_abs, group):
+    n = keys.shape[0]
+    a_table, a_vals, a_shift = after_index
+    values = np.empty(n, np.float64)
+    best = np.zeros(n, np.uint8)
+    missing = np.full(n_chunks, -1, np.int64)
+    bounds = chunk_bounds(n, n_chunks)
+    for ch in numba.prange(n_chunks):
+        q = np.empty(4, np.float64)
+        for g in range(bounds[ch], bounds[ch + 1], group):
+            g_end = min(g + group, bounds[ch + 1])
+            for i in range(g, g_end):
+                for a in range(4):
+                    if keys[i, a] != ILLEGAL:
+                        prefetch(a_table, home_slot(keys[i, a], a_shift))
+            for i in range(g, g_end):
+                for a in range(4):
+                    r = rewards[i, a]
+                    if r & WIN_FLAG:
+                        q[a] = float(r ^ WIN_FLAG) + 1.0
+                    elif keys[i, a] == ILLEGAL:
+                        q[a] = -np.inf
+                    else:
+                        slot = find(a_table, a_shift, keys[i, a])
+                        if slot < 0:
+                            missing[ch] = i
+                            q[a] = -np.inf
+                        else:
+                            q[a] = float(r) + a_vals[slot, 1]
+                values[i], best[i] = best_of(q, tie_rel, tie_abs)
+    return values, best, missing.max()
+
+
+def state_moves(spec: SolveSpec, states: np.ndarray) -> Moves:
+    """Every move of ``states`` (sorted unique canonical ``uint64[n]``) of game ``spec``."""
+    T = board_tables(spec.rows, spec.cols)
+    return Moves(*_state_moves(states, T, spec.cells, spec.win_exponent, spec.objective == "score",
+                               n_chunks_for(states.size)))  # fmt: skip
+
+
+def afterstates_of(moves: Moves, cells: int) -> np.ndarray:
+    """The sorted unique canonical afterstates the ``moves`` reach (wins left out): ``uint64[m]``."""
+    return merge_runs(*_sorted_runs(moves.keys, 4 * cells, n_chunks_for(moves.keys.shape[0])))
+
+
+def state_values_from_moves(
+    moves: Moves, after_index: ValueIndex, tie: tuple[float, float] = (TIE_TOLERANCE, 0.0)
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(values float64[n], best_actions uint8[n], missing)`` of the states whose ``moves`` these are, from a
+    :class:`~solver.value_index.ValueIndex` of their afterstates' values; ``missing`` is -1 or the index of a
+    state whose afterstate the index lacks.  The same floats, bit for bit, as
+    :func:`solver.bellman.state_values_grouped` on the states."""
+    return _values_from_moves(moves.keys, moves.rewards, after_index, n_chunks_for(moves.keys.shape[0]),
+                              float(tie[0]), float(tie[1]), GROUP)  # fmt: skip
