@@ -1,0 +1,101 @@
+"""The 3x3 build on first use and warm: the seconds a new user waits, and which numba kernels they wait for.
+
+    python -m experiments.bench_first_use [--board 3x3] [--objective score] [--repeats 3] [--compiles] [--json FILE]
+
+Each repeat runs ``python -m solver build`` in a fresh process twice with its own empty numba cache directory
+(``NUMBA_CACHE_DIR``): the first run compiles every kernel it calls (what a fresh install does), the second
+loads them from that cache (a warm build).  Cold and warm runs alternate, so that the machine's noise falls on
+both alike; medians are printed.  ``--compiles`` adds one more cold build in this process, timing every numba
+compilation (``numba:compile`` events): each function's own seconds, its callees' compilations excluded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+
+def timed_build(board: str, objective: str, cache_dir: str, out: Path) -> float:
+    """Wall seconds of one ``solver build`` in a new process (Python's start and imports included)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir}
+    cmd = [sys.executable, "-m", "solver", "build", "--board", board, "--objective", objective, "--out", str(out),
+           "--quiet"]  # fmt: skip
+    t0 = time.perf_counter()
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def compile_seconds(board: str, objective: str, out: Path) -> dict[str, float]:
+    """``{function: seconds}`` of every numba compilation of one build in this process (run it with an empty
+    ``NUMBA_CACHE_DIR``): each function's own time, nested compilations of its callees subtracted."""
+    from numba.core import event
+
+    from solver.build import build
+    from solver.spec import SolveSpec
+
+    own: dict[str, float] = defaultdict(float)
+    stack: list[list] = []  # [name, start, seconds spent in nested compilations]
+
+    class Listener(event.Listener):
+        def on_start(self, ev):
+            stack.append([ev.data["dispatcher"].py_func.__qualname__, time.perf_counter(), 0.0])
+
+        def on_end(self, ev):
+            name, start, nested = stack.pop()
+            total = time.perf_counter() - start
+            own[f"{ev.data['dispatcher'].py_func.__module__}.{name}"] += total - nested
+            if stack:
+                stack[-1][2] += total
+
+    with event.install_listener("numba:compile", Listener()):
+        build(SolveSpec.parse(board, objective), out, progress=False)
+    return dict(sorted(own.items(), key=lambda kv: -kv[1]))
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--board", default="3x3")
+    parser.add_argument("--objective", default="score")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--compiles", action="store_true", help="also time every kernel's compilation")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    cold, warm = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.repeats):
+            cache = os.path.join(tmp, f"numba-{r}")
+            os.mkdir(cache)
+            cold.append(timed_build(args.board, args.objective, cache, Path(tmp) / f"cold-{r}"))
+            warm.append(timed_build(args.board, args.objective, cache, Path(tmp) / f"warm-{r}"))
+            print(f"repeat {r + 1}: first use {cold[-1]:.1f} s, warm {warm[-1]:.1f} s", flush=True)
+        report = {"board": args.board, "objective": args.objective, "threads": os.cpu_count(),
+                  "first_use_s": cold, "warm_s": warm, "first_use_median_s": statistics.median(cold),
+                  "warm_median_s": statistics.median(warm)}  # fmt: skip
+        print(
+            f"{args.board} {args.objective} build: first use {report['first_use_median_s']:.1f} s, "
+            f"warm {report['warm_median_s']:.1f} s (medians of {args.repeats}; new process each)"
+        )
+        if args.compiles:
+            os.environ["NUMBA_CACHE_DIR"] = os.path.join(tmp, "numba-profile")  # read when numba is imported
+            if "numba" in sys.modules:
+                sys.exit("--compiles needs numba not yet imported in this process")
+            own = compile_seconds(args.board, args.objective, Path(tmp) / "profile")
+            report["compile_s"] = own
+            print(f"compiling: {sum(own.values()):.1f} s in {len(own)} functions; the largest:")
+            for name, s in list(own.items())[:15]:
+                print(f"  {s:6.2f} s  {name}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1))
+    return report
+
+
+if __name__ == "__main__":
+    main()
