@@ -4,11 +4,10 @@ small games on one and two threads, both layouts, and the cached 3x3 table the o
 from __future__ import annotations
 
 import pytest
+from golden_tables import checksums_of, golden, spec_of
 
 from oracle.oracle import cached_table
 from solver.build import build
-
-from golden_tables import checksums_of, golden, spec_of
 
 
 @pytest.mark.parametrize(("name", "threads", "layout"), [

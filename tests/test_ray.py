@@ -7,12 +7,11 @@ import subprocess
 import sys
 
 import pytest
+from golden_tables import golden
 from ray_helpers import GOLDEN_NAMES, SPECS, checksums, local_reference, require_ray
 from sockets import SocketWatch
 
 from solver.sharded import build_sharded
-
-from golden_tables import golden
 
 require_ray()
 
