@@ -8,8 +8,8 @@ so that the machine's noise falls on every design alike), and its values and bes
 design's bit for bit.  Rates are states + afterstates per core-second of the backward pass (index builds
 included; no disk, no coding).  Designs:
 
-- ``baseline``: the one-at-a-time kernels of :mod:`solver.kernels` on ``hash_index`` tables (separate key and
-  value arrays, allocated by numba: 4 KiB pages; built on one thread);
+- ``baseline``: the solver's kernels before issue 20, one lookup at a time (:mod:`experiments.backward_baseline`),
+  on ``hash_index`` tables (separate key and value arrays, allocated by numba: 4 KiB pages; built on one thread);
 - ``hugepages``: the same kernels and tables, the tables copied into numpy-allocated arrays (2 MiB pages);
 - ``slots-gN``: :mod:`solver.value_index` tables (key and value in one 16-byte slot, huge pages, built in
   parallel) with the grouped kernels of :mod:`solver.bellman`, ``N`` boards per group (``g1``: one at a time);

@@ -10,6 +10,7 @@ from env2048 import board as B
 from env2048.tables import board_tables
 from solver.forward import n_chunks_for
 from solver.kernels import (
+    MERGE_PART,
     _child_canonical,
     _images,
     expand_states,
@@ -31,14 +32,17 @@ def test_radix_sort_sorts(values, key_bits):
     assert [int(k) for k in keys] == expected
 
 
-@given(st.lists(st.lists(st.integers(1, 500), max_size=40), min_size=1, max_size=9))
-def test_merge_runs_is_sorted_union(runs):
-    runs = [sorted(set(r)) for r in runs]
-    buf = np.array([v for r in runs for v in r] + [0], np.uint64)  # + slack so an empty last run has a slot
-    counts = np.array([len(r) for r in runs], np.int64)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-    got = merge_runs(buf, starts, counts)
-    assert [int(x) for x in got] == sorted(set().union(*runs))
+@given(st.lists(st.tuples(st.lists(st.integers(1, 500), max_size=40), st.integers(0, 3)), min_size=1, max_size=9),
+       st.sampled_from([1, 3, 16, MERGE_PART]))  # fmt: skip
+def test_merge_runs_is_sorted_union(runs, part):
+    """Runs with slack after them (as the kernels leave), merged in partitions of ``part`` elements."""
+    sets = [sorted(set(r)) for r, _ in runs]
+    buf = np.array([v for r, (_, slack) in zip(sets, runs, strict=True) for v in r + [999] * slack] + [0], np.uint64)
+    counts = np.array([len(r) for r in sets], np.int64)
+    slots = counts + np.array([slack for _, slack in runs], np.int64)
+    starts = np.concatenate([[0], np.cumsum(slots)[:-1]]).astype(np.int64)
+    got = merge_runs(buf, starts, counts, part)
+    assert [int(x) for x in got] == sorted(set().union(*sets))
 
 
 def _grid(board_id, rows, cols):
