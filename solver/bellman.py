@@ -16,6 +16,7 @@ from env2048.kernels import canonical_packed, max_exponent_packed, move_packed
 
 from .kernels import ADVERSARIAL, OPTIMISTIC, RANDOM, _child_canonical, _images, chunk_bounds
 from .prefetch import prefetch
+from .threads import run_parallel
 from .value_index import find, home_slot
 
 #: Boards whose lookups are issued together (afterstates: up to 2 x cells keys each; states: up to 4).
@@ -38,23 +39,33 @@ def best_of(q, tie_rel, tie_abs):
     return top, np.uint8(bits)
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
 def afterstate_values_grouped(afterstates, sym_shift, sym_bytes, p4, model, index2, index4, n_chunks, group):
-    """Same contract as :func:`solver.kernels.afterstate_values`, with ``index2`` / ``index4`` value indexes
-    ``(table, values, shift)`` (:class:`~solver.value_index.ValueIndex`); ``group`` afterstates at a time."""
+    """Values of ``afterstates`` (canonical ``uint64[n]``) from their spawned children's: ``(values float64[n],
+    missing)``, ``missing`` -1 or the index of an afterstate with a child the indexes lack.  ``index2`` /
+    ``index4``: value indexes ``(table, values, shift)`` (:class:`~solver.value_index.ValueIndex`) of the
+    children with a 2 and with a 4; ``p4`` the probability of a 4, ``model`` the spawn model's code
+    (:data:`solver.kernels.RANDOM` ...); ``group`` afterstates' lookups are issued at a time."""
     n = afterstates.shape[0]
-    cells = sym_shift.shape[1]
-    table2, vals2, shift2 = index2
-    table4, vals4, shift4 = index4
     out = np.empty(n, np.float64)
     missing = np.full(n_chunks, -1, np.int64)
     bounds = chunk_bounds(n, n_chunks)
+    run_parallel(_afterstate_values_chunks, n_chunks, afterstates, sym_shift, sym_bytes, float(p4), model, index2,
+                 index4, bounds, group, out, missing)  # fmt: skip
+    return out, int(missing.max())
+
+
+@numba.njit(cache=True, nogil=True)
+def _afterstate_values_chunks(lo_chunk, hi_chunk, afterstates, sym_shift, sym_bytes, p4, model, index2, index4,
+                              bounds, group, out, missing):  # fmt: skip
+    cells = sym_shift.shape[1]
+    table2, vals2, shift2 = index2
+    table4, vals4, shift4 = index4
     with_two = p4 < 1.0
     with_four = p4 > 0.0
-    for ch in numba.prange(n_chunks):
-        imgs = np.empty(sym_shift.shape[0], np.uint64)
-        keys2 = np.empty(group * cells, np.uint64)
-        keys4 = np.empty(group * cells, np.uint64)
+    imgs = np.empty(sym_shift.shape[0], np.uint64)
+    keys2 = np.empty(group * cells, np.uint64)
+    keys4 = np.empty(group * cells, np.uint64)
+    for ch in range(lo_chunk, hi_chunk):
         for g in range(bounds[ch], bounds[ch + 1], group):
             g_end = min(g + group, bounds[ch + 1])
             k = 0
@@ -122,26 +133,35 @@ def afterstate_values_grouped(afterstates, sym_shift, sym_bytes, p4, model, inde
                     if with_four:
                         v += p4 * (hi4 if model == OPTIMISTIC else lo4)
                     out[i] = v
-    return out, missing.max()
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
 def state_values_grouped(states, T, cells, win_exponent, score_rewards, after_index, n_chunks, tie_rel, tie_abs, group):
-    """Same contract as :func:`solver.kernels.state_values`, with ``after_index`` a value index
-    ``(table, values, shift)`` of the age's afterstates; ``group`` states at a time."""
+    """Bellman max of ``states`` (canonical ``uint64[n]`` of one age): ``(values float64[n], best uint8[n],
+    missing)``, ``best`` the bit set of the actions within the tie tolerance ``tie_rel``, ``tie_abs`` of the max
+    (:func:`best_of`), ``missing`` -1 or the index of a state with an afterstate ``after_index`` lacks.
+    ``after_index``: a value index ``(table, values, shift)`` of the age's afterstates; moves to a tile of
+    exponent ``>= win_exponent`` are worth their reward + 1; ``group`` states' lookups are issued at a time."""
     n = states.shape[0]
-    rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
-    a_table, a_vals, a_shift = after_index
     values = np.empty(n, np.float64)
     best = np.zeros(n, np.uint8)
     missing = np.full(n_chunks, -1, np.int64)
     bounds = chunk_bounds(n, n_chunks)
-    for ch in numba.prange(n_chunks):
-        q = np.empty(4, np.float64)
-        # per move of each state of the group: 0 illegal, 1 a win (no lookup), 2 look up keys[]
-        kind = np.empty(4 * group, np.uint8)
-        keys = np.empty(4 * group, np.uint64)
-        rewards = np.empty(4 * group, np.float64)
+    run_parallel(_state_values_chunks, n_chunks, states, T, cells, win_exponent, bool(score_rewards), after_index,
+                 bounds, float(tie_rel), float(tie_abs), group, values, best, missing)  # fmt: skip
+    return values, best, int(missing.max())
+
+
+@numba.njit(cache=True, nogil=True)
+def _state_values_chunks(lo_chunk, hi_chunk, states, T, cells, win_exponent, score_rewards, after_index, bounds,
+                         tie_rel, tie_abs, group, values, best, missing):  # fmt: skip
+    rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
+    a_table, a_vals, a_shift = after_index
+    q = np.empty(4, np.float64)
+    # per move of each state of the group: 0 illegal, 1 a win (no lookup), 2 look up keys[]
+    kind = np.empty(4 * group, np.uint8)
+    keys = np.empty(4 * group, np.uint64)
+    rewards = np.empty(4 * group, np.float64)
+    for ch in range(lo_chunk, hi_chunk):
         for g in range(bounds[ch], bounds[ch + 1], group):
             g_end = min(g + group, bounds[ch + 1])
             for i in range(g, g_end):
@@ -176,4 +196,3 @@ def state_values_grouped(states, T, cells, win_exponent, score_rewards, after_in
                             continue
                         q[a] = r + a_vals[slot, 1]
                 values[i], best[i] = best_of(q, tie_rel, tie_abs)
-    return values, best, missing.max()

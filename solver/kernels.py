@@ -2,8 +2,9 @@
 helpers the backward pass shares (:mod:`solver.bellman` has its Bellman backups).
 
 Every ID here is a packed canonical ``uint64`` board (see :mod:`env2048.board`); every layer is a sorted array
-of unique IDs.  Parallel kernels split their input into contiguous chunks, one ``prange`` iteration each, and
-write only their own chunk's slice of the outputs, so results never depend on the number of threads.
+of unique IDs.  Parallel kernels split their input into contiguous chunks and write only their own chunk's slice
+of the outputs, so results never depend on the number of threads; they run as serial ``nogil`` kernels on blocks
+of chunks, on :mod:`solver.threads`' pool.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import numba
 import numpy as np
 
 from env2048.kernels import age_packed, canonical_packed, max_exponent_packed, move_packed
+
+from .threads import run_parallel
 
 #: spawn model codes, in the order of :data:`solver.spec.SPAWN_MODELS`
 RANDOM, ADVERSARIAL, OPTIMISTIC, PESSIMISTIC = 0, 1, 2, 3
@@ -131,54 +134,76 @@ def _splitters(buf, starts, counts, n_parts):
             seen += counts[r]
             r += 1
         samples[k] = buf[starts[r] + pos - seen]
-    samples.sort()
+    radix_sort(samples, np.empty_like(samples), 64)  # (numba's quicksort would be one more compilation)
     return samples[8::8][: n_parts - 1].copy()
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
 def merge_runs(buf, starts, counts, part=MERGE_PART):
-    """Union of sorted unique runs ``buf[starts[r] : starts[r] + counts[r]]`` (starts increasing, each run
-    within its own slot ``[starts[r], starts[r+1])``): a sorted unique ``uint64`` array.  ``buf`` is
+    """Union of sorted unique runs ``buf[starts[r] : starts[r] + counts[r]]`` (``uint64``; starts increasing, each
+    run within its own slot ``[starts[r], starts[r+1])``): a sorted unique ``uint64`` array.  ``buf`` is
     overwritten.
 
     Every run is cut at the same splitter keys into about ``total / part`` key ranges; each range's pieces are
     gathered and merged pair by pair on one thread, in cache, and the ranges are concatenated.  Every step is
     parallel, whatever the number of runs, so the merge scales with the cores (merging whole runs pair by pair
     leaves most cores idle in its last levels)."""
+    starts = np.asarray(starts, np.int64)
+    counts = np.asarray(counts, np.int64)
     n_runs = starts.shape[0]
-    total = counts.sum()
+    total = int(counts.sum())
     if n_runs == 0 or total == 0:
         return np.empty(0, np.uint64)
     n_parts = max(1, min(total // part, (1 << 22) // n_runs))  # cuts[] at most 32 MiB
     splitters = _splitters(buf, starts, counts, n_parts)
     cuts = np.empty((n_runs, n_parts + 1), np.int64)  # run r's piece of part p: [cuts[r, p], cuts[r, p + 1])
-    for r in numba.prange(n_runs):
-        lo, hi = starts[r], starts[r] + counts[r]
-        cuts[r, 0] = lo
-        for p in range(1, n_parts):
-            lo = _lower_bound(buf, lo, hi, splitters[p - 1])
-            cuts[r, p] = lo
-        cuts[r, n_parts] = hi
-    offsets = np.zeros(n_parts + 1, np.int64)
-    for p in range(n_parts):
-        size = 0
-        for r in range(n_runs):
-            size += cuts[r, p + 1] - cuts[r, p]
-        offsets[p + 1] = offsets[p] + size
+    run_parallel(_cut_runs, n_runs, buf, starts, counts, splitters, cuts)
+    offsets = np.zeros(n_parts + 1, np.int64)  # part p's pieces, gathered: [offsets[p], offsets[p + 1])
+    np.cumsum(np.diff(cuts, axis=1).sum(axis=0), out=offsets[1:])
     gathered = np.empty(total, np.uint64)
-    for p in numba.prange(n_parts):
+    run_parallel(_gather_parts, n_parts, buf, cuts, offsets, gathered)
+    # merge each part's pieces pair by pair, between ``gathered`` and ``buf`` (free from here on)
+    unique = np.empty(n_parts, np.int64)
+    in_buf = np.zeros(n_parts, np.bool_)
+    run_parallel(_merge_parts, n_parts, gathered, buf, cuts, offsets, unique, in_buf)
+    out_offsets = np.zeros(n_parts + 1, np.int64)
+    np.cumsum(unique, out=out_offsets[1:])
+    out = np.empty(int(out_offsets[-1]), np.uint64)
+    run_parallel(_concatenate_parts, n_parts, gathered, buf, in_buf, offsets, out_offsets, out)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _cut_runs(lo, hi, buf, starts, counts, splitters, cuts):
+    """Runs ``lo .. hi-1``: ``cuts[r]``, where each splitter falls in run ``r``."""
+    n_parts = cuts.shape[1] - 1
+    for r in range(lo, hi):
+        at, end = starts[r], starts[r] + counts[r]
+        cuts[r, 0] = at
+        for p in range(1, n_parts):
+            at = _lower_bound(buf, at, end, splitters[p - 1])
+            cuts[r, p] = at
+        cuts[r, n_parts] = end
+
+
+@numba.njit(cache=True, nogil=True)
+def _gather_parts(lo, hi, buf, cuts, offsets, gathered):
+    """Parts ``lo .. hi-1``: copy each run's piece of part ``p`` to ``gathered[offsets[p]:]``, run after run."""
+    for p in range(lo, hi):
         w = offsets[p]
-        for r in range(n_runs):
+        for r in range(cuts.shape[0]):
             for i in range(cuts[r, p], cuts[r, p + 1]):
                 gathered[w] = buf[i]
                 w += 1
-    # merge each part's pieces pair by pair, between ``gathered`` and ``scratch`` (``buf`` is free from here on)
-    scratch = buf
-    unique = np.empty(n_parts, np.int64)
-    in_scratch = np.zeros(n_parts, np.bool_)
-    for p in numba.prange(n_parts):
-        st = np.empty(n_runs, np.int64)
-        cn = np.empty(n_runs, np.int64)
+
+
+@numba.njit(cache=True, nogil=True)
+def _merge_parts(lo, hi, gathered, scratch, cuts, offsets, unique, in_scratch):
+    """Parts ``lo .. hi-1``: merge part ``p``'s pieces pair by pair, between ``gathered`` and ``scratch``, into
+    ``unique[p]`` keys at ``offsets[p]`` of ``scratch`` if ``in_scratch[p]``, else of ``gathered``."""
+    n_runs = cuts.shape[0]
+    st = np.empty(n_runs, np.int64)
+    cn = np.empty(n_runs, np.int64)
+    for p in range(lo, hi):
         w = offsets[p]
         for r in range(n_runs):
             st[r] = w
@@ -204,33 +229,40 @@ def merge_runs(buf, starts, counts, part=MERGE_PART):
             m = half
         unique[p] = cn[0]
         in_scratch[p] = flipped
-    out_offsets = np.zeros(n_parts + 1, np.int64)
-    for p in range(n_parts):
-        out_offsets[p + 1] = out_offsets[p] + unique[p]
-    out = np.empty(out_offsets[n_parts], np.uint64)
-    for p in numba.prange(n_parts):
+
+
+@numba.njit(cache=True, nogil=True)
+def _concatenate_parts(lo, hi, gathered, scratch, in_scratch, offsets, out_offsets, out):
+    """Parts ``lo .. hi-1``: copy each part's merged keys to ``out[out_offsets[p]:]``."""
+    for p in range(lo, hi):
         src = scratch if in_scratch[p] else gathered
-        for k in range(unique[p]):
+        for k in range(out_offsets[p + 1] - out_offsets[p]):
             out[out_offsets[p] + k] = src[offsets[p] + k]
-    return out
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
 def expand_states(states, T, cells, win_exponent, n_chunks):
     """States -> their afterstates.
 
-    ``states``: sorted unique canonical ``uint64[n]``.  Returns ``(buf, starts, counts, n_terminal)``: sorted
-    unique runs of canonical afterstates of legal moves (one run per chunk; feed them to :func:`merge_runs`)
-    and the number of terminal states (no legal move).  Afterstates holding a tile of exponent
-    ``>= win_exponent`` are wins and are left out.
+    ``states``: sorted unique canonical ``uint64[n]``; ``T``: the board's :class:`~env2048.tables.BoardTables`.
+    Returns ``(buf, starts, counts, n_terminal)``: sorted unique runs of canonical afterstates of legal moves (one
+    run per chunk, ``uint64`` / ``int64[n_chunks]`` / ``int64[n_chunks]``; feed them to :func:`merge_runs`) and
+    the number of terminal states (no legal move).  Afterstates holding a tile of exponent ``>= win_exponent``
+    are wins and are left out.
     """
     n = states.shape[0]
-    rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
     bounds = chunk_bounds(n, n_chunks)
     buf = np.empty(4 * n, np.uint64)
     counts = np.zeros(n_chunks, np.int64)
     terminal = np.zeros(n_chunks, np.int64)
-    for ch in numba.prange(n_chunks):
+    run_parallel(_expand_chunks, n_chunks, states, T, cells, win_exponent, bounds, buf, counts, terminal)
+    return buf, 4 * bounds[:-1], counts, int(terminal.sum())
+
+
+@numba.njit(cache=True, nogil=True)
+def _expand_chunks(lo_chunk, hi_chunk, states, T, cells, win_exponent, bounds, buf, counts, terminal):
+    """Chunks ``lo_chunk .. hi_chunk-1`` of :func:`expand_states`: chunk ``ch``'s run at ``buf[4 * bounds[ch]:]``."""
+    rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
+    for ch in range(lo_chunk, hi_chunk):
         lo, hi = bounds[ch], bounds[ch + 1]
         w = 4 * lo
         dead = 0
@@ -250,7 +282,6 @@ def expand_states(states, T, cells, win_exponent, n_chunks):
                 dead += 1
         counts[ch] = _sort_unique_inplace(buf, 4 * lo, w, 4 * cells)
         terminal[ch] = dead
-    return buf, 4 * bounds[:-1], counts, terminal.sum()
 
 
 @numba.njit(cache=True, inline="always")
@@ -272,12 +303,13 @@ def _child_canonical(imgs, sym_shift, cell, tile):
     return best
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
 def spawn_children(afterstates, sym_shift, sym_bytes, with_two, with_four, n_chunks):
     """Afterstates -> canonical spawned states: tile 2 children (age + 2) and tile 4 children (age + 4).
 
-    Returns ``(buf2, starts, counts2, buf4, counts4)``: per-chunk sorted unique runs for each child age (both
-    share ``starts``).  A tile is spawned only if ``with_two`` / ``with_four``.
+    ``afterstates``: canonical ``uint64[n]``; ``sym_shift`` / ``sym_bytes``: the board's symmetry tables
+    (:class:`~env2048.tables.BoardTables`).  Returns ``(buf2, starts, counts2, buf4, counts4)``: per-chunk sorted
+    unique runs for each child age (both share ``starts``).  A tile is spawned only if ``with_two`` /
+    ``with_four``.
     """
     n = afterstates.shape[0]
     cells = sym_shift.shape[1]
@@ -286,10 +318,20 @@ def spawn_children(afterstates, sym_shift, sym_bytes, with_two, with_four, n_chu
     buf4 = np.empty(cells * n if with_four else 0, np.uint64)
     counts2 = np.zeros(n_chunks, np.int64)
     counts4 = np.zeros(n_chunks, np.int64)
-    for ch in numba.prange(n_chunks):
+    run_parallel(_spawn_chunks, n_chunks, afterstates, sym_shift, sym_bytes, bool(with_two), bool(with_four), bounds,
+                 buf2, counts2, buf4, counts4)  # fmt: skip
+    return buf2, cells * bounds[:-1], counts2, buf4, counts4
+
+
+@numba.njit(cache=True, nogil=True)
+def _spawn_chunks(lo_chunk, hi_chunk, afterstates, sym_shift, sym_bytes, with_two, with_four, bounds, buf2, counts2,
+                  buf4, counts4):  # fmt: skip
+    """Chunks ``lo_chunk .. hi_chunk-1`` of :func:`spawn_children`."""
+    cells = sym_shift.shape[1]
+    imgs = np.empty(sym_shift.shape[0], np.uint64)
+    for ch in range(lo_chunk, hi_chunk):
         lo, hi = bounds[ch], bounds[ch + 1]
         w2 = w4 = cells * lo
-        imgs = np.empty(sym_shift.shape[0], np.uint64)
         for i in range(lo, hi):
             a = afterstates[i]
             _images(a, sym_bytes, imgs)
@@ -307,7 +349,6 @@ def spawn_children(afterstates, sym_shift, sym_bytes, with_two, with_four, n_chu
             counts2[ch] = _sort_unique_inplace(buf2, cells * lo, w2, 4 * cells)
         if with_four:
             counts4[ch] = _sort_unique_inplace(buf4, cells * lo, w4, 4 * cells)
-    return buf2, cells * bounds[:-1], counts2, buf4, counts4
 
 
 @numba.njit(cache=True)

@@ -25,6 +25,7 @@ from .forward import n_chunks_for
 from .kernels import TIE_TOLERANCE, _sort_unique_inplace, chunk_bounds, merge_runs
 from .prefetch import prefetch
 from .spec import SolveSpec
+from .threads import run_parallel
 from .value_index import ValueIndex, find, home_slot
 
 ILLEGAL = np.uint64(0)  # the empty board: never an afterstate
@@ -38,37 +39,47 @@ class Moves(NamedTuple):
     rewards: np.ndarray
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
 def _state_moves(states, T, cells, win_exponent, score_rewards, n_chunks):
+    """``(keys uint64[n, 4], rewards uint32[n, 4])`` of ``states`` (canonical ``uint64[n]``): see :class:`Moves`."""
     n = states.shape[0]
-    rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
     keys = np.zeros((n, 4), np.uint64)
     rewards = np.zeros((n, 4), np.uint32)
-    bounds = chunk_bounds(n, n_chunks)
-    for ch in numba.prange(n_chunks):
-        for i in range(bounds[ch], bounds[ch + 1]):
-            s = states[i]
-            for a in range(4):
-                after, reward = move_packed(s, a, rows, cols, moves)
-                if after == s:
-                    continue
-                if score_rewards:
-                    rewards[i, a] = np.uint32(reward)
-                if win_exponent <= 15 and max_exponent_packed(after, cells) >= win_exponent:
-                    rewards[i, a] |= WIN_FLAG
-                    continue
-                keys[i, a] = canonical_packed(after, rows, cols, sym_lines, sym_bytes)
+    run_parallel(_state_moves_chunks, n_chunks, states, T, cells, win_exponent, bool(score_rewards),
+                 chunk_bounds(n, n_chunks), keys, rewards)  # fmt: skip
     return keys, rewards
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
+@numba.njit(cache=True, nogil=True)
+def _state_moves_chunks(lo, hi, states, T, cells, win_exponent, score_rewards, bounds, keys, rewards):
+    rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
+    for i in range(bounds[lo], bounds[hi]):
+        s = states[i]
+        for a in range(4):
+            after, reward = move_packed(s, a, rows, cols, moves)
+            if after == s:
+                continue
+            if score_rewards:
+                rewards[i, a] = np.uint32(reward)
+            if win_exponent <= 15 and max_exponent_packed(after, cells) >= win_exponent:
+                rewards[i, a] |= WIN_FLAG
+                continue
+            keys[i, a] = canonical_packed(after, rows, cols, sym_lines, sym_bytes)
+
+
 def _sorted_runs(keys, key_bits, n_chunks):
-    """The non-zero ``keys`` (``uint64[n, 4]``) as sorted unique runs, one per chunk of rows (for merge_runs)."""
+    """The non-zero ``keys`` (``uint64[n, 4]``) as sorted unique runs, one per chunk of rows (for merge_runs):
+    ``(buf uint64[4n], starts int64[n_chunks], counts int64[n_chunks])``."""
     n = keys.shape[0]
     bounds = chunk_bounds(n, n_chunks)
     buf = np.empty(4 * n, np.uint64)
     counts = np.zeros(n_chunks, np.int64)
-    for ch in numba.prange(n_chunks):
+    run_parallel(_sorted_runs_chunks, n_chunks, keys, key_bits, bounds, buf, counts)
+    return buf, 4 * bounds[:-1], counts
+
+
+@numba.njit(cache=True, nogil=True)
+def _sorted_runs_chunks(lo, hi, keys, key_bits, bounds, buf, counts):
+    for ch in range(lo, hi):
         w = 4 * bounds[ch]
         for i in range(bounds[ch], bounds[ch + 1]):
             for a in range(4):
@@ -76,19 +87,24 @@ def _sorted_runs(keys, key_bits, n_chunks):
                     buf[w] = keys[i, a]
                     w += 1
         counts[ch] = _sort_unique_inplace(buf, 4 * bounds[ch], w, key_bits)
-    return buf, 4 * bounds[:-1], counts
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
 def _values_from_moves(keys, rewards, after_index, n_chunks, tie_rel, tie_abs, group):
     n = keys.shape[0]
-    a_table, a_vals, a_shift = after_index
     values = np.empty(n, np.float64)
     best = np.zeros(n, np.uint8)
     missing = np.full(n_chunks, -1, np.int64)
-    bounds = chunk_bounds(n, n_chunks)
-    for ch in numba.prange(n_chunks):
-        q = np.empty(4, np.float64)
+    run_parallel(_values_from_moves_chunks, n_chunks, keys, rewards, after_index, chunk_bounds(n, n_chunks),
+                 float(tie_rel), float(tie_abs), group, values, best, missing)  # fmt: skip
+    return values, best, int(missing.max())
+
+
+@numba.njit(cache=True, nogil=True)
+def _values_from_moves_chunks(lo, hi, keys, rewards, after_index, bounds, tie_rel, tie_abs, group, values, best,
+                              missing):  # fmt: skip
+    a_table, a_vals, a_shift = after_index
+    q = np.empty(4, np.float64)
+    for ch in range(lo, hi):
         for g in range(bounds[ch], bounds[ch + 1], group):
             g_end = min(g + group, bounds[ch + 1])
             for i in range(g, g_end):
@@ -110,7 +126,6 @@ def _values_from_moves(keys, rewards, after_index, n_chunks, tie_rel, tie_abs, g
                         else:
                             q[a] = float(r) + a_vals[slot, 1]
                 values[i], best[i] = best_of(q, tie_rel, tie_abs)
-    return values, best, missing.max()
 
 
 def state_moves(spec: SolveSpec, states: np.ndarray) -> Moves:

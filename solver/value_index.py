@@ -19,6 +19,7 @@ import numba
 import numpy as np
 
 from .kernels import chunk_bounds
+from .threads import run_parallel
 
 HASH_MULT = np.uint64(0x9E3779B97F4A7C15)
 #: Partitions of a parallel build (each a contiguous range of slots); small tables are built in one.
@@ -61,42 +62,57 @@ def _fill_serial(table, as_float, ids, values, shift):
         as_float[slot, 1] = values[i]
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
 def _fill(table, vbits, ids, values, shift, part_bits, n_chunks):
-    """Insert ``ids`` / ``values`` (float64 bits in ``vbits``' column 1) into ``table``; returns the number of
-    keys left for :func:`_fill_rest` at the front of the returned arrays ``(rest_ids, rest_values)``."""
+    """Insert ``ids`` (``uint64[n]``) / ``values`` (``float64[n]``) into ``table`` (``uint64[size, 2]``; the values
+    go to column 1 of its float view ``vbits``) in ``2**part_bits`` partitions of slots, the input read in
+    ``n_chunks`` chunks; returns how many keys did not fit their partition and were inserted afterwards."""
     n = ids.shape[0]
-    size = table.shape[0]
     n_parts = 1 << part_bits
-    part_shift = np.uint64(64 - part_bits) if part_bits > 0 else np.uint64(63)
     bounds = chunk_bounds(n, n_chunks)
     # count the keys of each partition in each chunk, then scatter them partition by partition
     counts = np.zeros((n_chunks, n_parts), np.int64)
-    for ch in numba.prange(n_chunks):
-        for i in range(bounds[ch], bounds[ch + 1]):
-            p = ((ids[i] * HASH_MULT) >> part_shift) if part_bits > 0 else np.uint64(0)
-            counts[ch, p] += 1
-    offsets = np.empty((n_chunks, n_parts), np.int64)
-    starts = np.empty(n_parts + 1, np.int64)
-    total = 0
-    for p in range(n_parts):
-        starts[p] = total
-        for ch in range(n_chunks):
-            offsets[ch, p] = total
-            total += counts[ch, p]
-    starts[n_parts] = total
+    run_parallel(_count_parts, n_chunks, ids, bounds, part_bits, counts)
+    # chunk ch's keys of partition p go to order[offsets[ch, p]:], partitions in order, chunks in order within
+    flat = counts.T.ravel()
+    offsets = (np.cumsum(flat) - flat).reshape(n_parts, n_chunks).T.copy()
+    starts = np.append(offsets[0], n)
     order_ids = np.empty(n, np.uint64)
     order_vals = np.empty(n, np.float64)
-    for ch in numba.prange(n_chunks):
+    run_parallel(_scatter_parts, n_chunks, ids, values, bounds, part_bits, offsets, order_ids, order_vals)
+    # each partition fills its own slots; a key that would probe past them waits (``left``)
+    left = np.zeros(n, np.bool_)
+    run_parallel(_fill_parts, n_parts, table, vbits, order_ids, order_vals, starts, shift, left)
+    rest = np.flatnonzero(left)
+    _fill_serial(table, vbits, order_ids[rest], order_vals[rest], shift)
+    return rest.size
+
+
+@numba.njit(cache=True, inline="always")
+def _part_of(key, part_bits):
+    return ((key * HASH_MULT) >> np.uint64(64 - part_bits)) if part_bits > 0 else np.uint64(0)
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_parts(lo, hi, ids, bounds, part_bits, counts):
+    for ch in range(lo, hi):
         for i in range(bounds[ch], bounds[ch + 1]):
-            p = ((ids[i] * HASH_MULT) >> part_shift) if part_bits > 0 else np.uint64(0)
+            counts[ch, _part_of(ids[i], part_bits)] += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _scatter_parts(lo, hi, ids, values, bounds, part_bits, offsets, order_ids, order_vals):
+    for ch in range(lo, hi):
+        for i in range(bounds[ch], bounds[ch + 1]):
+            p = _part_of(ids[i], part_bits)
             order_ids[offsets[ch, p]] = ids[i]
             order_vals[offsets[ch, p]] = values[i]
             offsets[ch, p] += 1
-    # each partition fills its own slots; a key that would probe past them waits (marked by its slot: -1)
-    part_size = size // n_parts
-    left = np.zeros(n, np.bool_)
-    for p in numba.prange(n_parts):
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_parts(lo, hi, table, vbits, order_ids, order_vals, starts, shift, left):
+    part_size = table.shape[0] // (starts.shape[0] - 1)
+    for p in range(lo, hi):
         end = (p + 1) * part_size
         for j in range(starts[p], starts[p + 1]):
             key = order_ids[j]
@@ -108,21 +124,6 @@ def _fill(table, vbits, ids, values, shift, part_bits, n_chunks):
                 continue
             table[slot, 0] = key
             vbits[slot, 1] = order_vals[j]
-    n_left = 0
-    for j in range(n):
-        if left[j]:
-            order_ids[n_left] = order_ids[j]
-            order_vals[n_left] = order_vals[j]
-            n_left += 1
-    mask = np.uint64(size - 1)
-    for j in range(n_left):
-        key = order_ids[j]
-        slot = (key * HASH_MULT) >> shift
-        while table[slot, 0] != 0:
-            slot = (slot + np.uint64(1)) & mask
-        table[slot, 0] = key
-        vbits[slot, 1] = order_vals[j]
-    return n_left
 
 
 def build_value_index(

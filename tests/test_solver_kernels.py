@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -18,6 +20,7 @@ from solver.kernels import (
     radix_sort,
     spawn_children,
 )
+from solver.threads import run_parallel
 
 import naive
 from conftest import PACKED_SHAPES, boards
@@ -98,3 +101,25 @@ def test_child_canonical_equals_canonical_of_child(case, cell, tile):
     _images(b, T.sym_bytes, imgs)
     child = b | (np.uint64(tile) << np.uint64(4 * cell))
     assert _child_canonical(imgs, T.sym_shift, cell, np.uint64(tile)) == B.canonical(child, rows, cols)
+
+
+def test_run_parallel_does_every_item_once_and_reraises():
+    previous = numba.get_num_threads()
+    numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    try:
+        hits = np.zeros(37, np.int64)
+
+        def count(lo, hi, out):
+            out[lo:hi] += 1
+
+        run_parallel(count, hits.size, hits)
+        assert hits.tolist() == [1] * 37
+
+        def last_block_fails(lo, hi):
+            if hi == 10:
+                raise ValueError("the last block")
+
+        with pytest.raises(ValueError, match="the last block"):
+            run_parallel(last_block_fails, 10)
+    finally:
+        numba.set_num_threads(previous)
