@@ -6,7 +6,8 @@
 The forward pass runs once; then each design solves every age, largest first, ``--repeats`` times (interleaved,
 so that the machine's noise falls on every design alike), and its values and best actions must equal the first
 design's bit for bit.  Rates are states + afterstates per core-second of the backward pass (index builds
-included; no disk, no coding).  Designs:
+included; no disk, no coding), with each step's mean seconds and lookups per core-second (to set against the
+roofline of :mod:`experiments.bench_roofline`).  Designs:
 
 - ``baseline``: the solver's kernels before issue 20, one lookup at a time (:mod:`experiments.backward_baseline`),
   on ``hash_index`` tables (separate key and value arrays, allocated by numba: 4 KiB pages; built on one thread);
@@ -31,10 +32,13 @@ from experiments.backward_baseline import afterstate_values, hash_index, state_v
 from solver.bellman import afterstate_values_grouped, state_values_grouped
 from solver.forward import n_chunks_for, run_forward
 from solver.kernels import TIE_TOLERANCE
+from solver.moves import state_moves
 from solver.spec import SolveSpec
 from solver.value_index import MAX_LOAD, build_value_index
 
 DEFAULT_DESIGNS = "baseline,hugepages,slots-g1,slots-g4,slots-g16,slots-g32"
+#: the timed steps of a backward pass
+STEPS = ("afterstate", "index", "state")
 
 
 def _hash_index_hugepages(ids, values):
@@ -76,24 +80,52 @@ def design(name: str):
     raise ValueError(f"unknown design {name!r}: one of {DEFAULT_DESIGNS} (slots-gN for any N)")
 
 
-def solve_all(spec: SolveSpec, layers: dict, name: str) -> tuple[float, dict]:
-    """Seconds of a whole backward pass with design ``name``, and ``{age: (state values, best actions)}``."""
+def solve_all(spec: SolveSpec, layers: dict, name: str, steps: dict | None = None) -> tuple[float, dict]:
+    """Seconds of a whole backward pass with design ``name``, and ``{age: (state values, best actions)}``;
+    ``steps`` (if given) gets the seconds of each step added: ``afterstate`` and ``state`` kernels, ``index``
+    builds."""
     build, after, state = design(name)
     T = board_tables(spec.rows, spec.cols)
     empty = build(np.empty(0, np.uint64), np.empty(0, np.float64))
     window, results = {}, {}
+    spent = dict.fromkeys(STEPS, 0.0)
     t0 = time.perf_counter()
+
+    def timed(step, fn, *args):
+        t = time.perf_counter()
+        result = fn(*args)
+        spent[step] += time.perf_counter() - t
+        return result
+
     for age in sorted(layers, reverse=True):
         states, afterstates = layers[age]
-        a_values, missing = after(afterstates, T, spec, window.get(age + 2, empty), window.get(age + 4, empty),
-                                  n_chunks_for(afterstates.size))  # fmt: skip
+        a_values, missing = timed("afterstate", after, afterstates, T, spec, window.get(age + 2, empty),
+                                  window.get(age + 4, empty), n_chunks_for(afterstates.size))  # fmt: skip
         assert missing < 0
-        s_values, best, missing = state(states, T, spec, build(afterstates, a_values), n_chunks_for(states.size))
+        after_index = timed("index", build, afterstates, a_values)
+        s_values, best, missing = timed("state", state, states, T, spec, after_index, n_chunks_for(states.size))
         assert missing < 0
-        window[age] = build(states, s_values)
+        window[age] = timed("index", build, states, s_values)
         window.pop(age + 4, None)
         results[age] = (s_values, best)
-    return time.perf_counter() - t0, results
+    seconds = time.perf_counter() - t0
+    if steps is not None:
+        for key, value in spent.items():
+            steps[key] = steps.get(key, 0.0) + value
+    return seconds, results
+
+
+def probe_counts(spec: SolveSpec, layers: dict) -> dict:
+    """Lookups a backward pass makes: ``afterstate`` (one per spawned child: empty cells x tiles the game
+    spawns, per afterstate) and ``state`` (one per legal move that does not win, per state)."""
+    tiles = int(spec.p4 < 1.0) + int(spec.p4 > 0.0)
+    after_probes = state_probes = 0
+    for states, afterstates in layers.values():
+        for c in range(spec.cells):
+            nibble = (afterstates >> np.uint64(4 * c)) & np.uint64(15)
+            after_probes += tiles * int(np.count_nonzero(nibble == 0))
+        state_probes += int(np.count_nonzero(state_moves(spec, states).keys))
+    return {"afterstate": after_probes, "state": state_probes}
 
 
 def same(a: dict, b: dict) -> bool:
@@ -125,25 +157,36 @@ def main(argv=None) -> dict:
     for name in names:
         solve_all(spec, small, name)  # compile
     times = {name: [] for name in names}
+    steps = {name: {} for name in names}
     reference = None
     for _ in range(args.repeats):
         for name in names:
-            seconds, results = solve_all(spec, layers, name)
+            seconds, results = solve_all(spec, layers, name, steps[name])
             if reference is None:
                 reference = results
             elif not same(reference, results):
                 raise SystemExit(f"design {name} gives other values or actions than {names[0]}")
             times[name].append(seconds)
             del results
+    probes = probe_counts(spec, layers)
     out = {"board": args.board, "objective": args.objective, "work": work, "threads": threads,
-           "forward_s": forward_s, "designs": {}}  # fmt: skip
+           "forward_s": forward_s, "probes": probes, "designs": {}}  # fmt: skip
+    print(f"lookups: {probes['afterstate']:,} by afterstates, {probes['state']:,} by states")
     base = statistics.median(times[names[0]])
     for name in names:
         med = statistics.median(times[name])
         rate = work / med / threads
-        out["designs"][name] = {"seconds": times[name], "median_s": med, "per_core_second": rate}
+        mean_steps = {k: v / args.repeats for k, v in steps[name].items()}
+        lookups = {k: probes[k] / mean_steps[k] / threads for k in probes}
+        out["designs"][name] = {"seconds": times[name], "median_s": med, "per_core_second": rate,
+                                "step_seconds": mean_steps, "lookups_per_core_second": lookups}  # fmt: skip
         print(f"{name:>10}: {med:7.1f} s (median of {args.repeats}), {rate / 1e6:5.2f} M per core-second, "
               f"{base / med:4.2f}x {names[0]}; identical")  # fmt: skip
+        print(
+            f"{'':>10}  mean per pass: afterstate kernel {mean_steps['afterstate']:.1f} s "
+            f"({lookups['afterstate'] / 1e6:.1f} M lookups per core-second), state kernel "
+            f"{mean_steps['state']:.1f} s ({lookups['state'] / 1e6:.1f} M), index builds {mean_steps['index']:.1f} s"
+        )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
