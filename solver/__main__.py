@@ -68,6 +68,8 @@ def cmd_build(args) -> int:
         f"forward {report.forward_s:.1f} s, backward {report.backward_s:.1f} s, write {report.write_s:.1f} s "
         f"on {report.threads} {'shards' if args.backend == 'ray' else 'threads'} -> {report.out}"
     )
+    if report.writer_busy_s:
+        print(f"writer thread (coding and writing ages, alongside the passes): busy {report.writer_busy_s:.1f} s")
     return 0
 
 

@@ -49,6 +49,9 @@ class BuildReport:
     backward_s: float
     write_s: float
     threads: int
+    #: seconds the writer thread spent coding and writing ages, overlapped with the passes (a serial step: it
+    #: bounds the build once the kernels, which scale with the cores, take less)
+    writer_busy_s: float = 0.0
 
     @property
     def total_s(self) -> float:
@@ -77,15 +80,19 @@ class BackgroundWriter:
         self._slots = threading.Semaphore(max_queued)
         self._futures: list[Future] = []
         self._failed = False
+        self.busy_s = 0.0
 
     def _run(self, fn, *args) -> None:
         if self._failed:
             return
+        t = time.perf_counter()
         try:
             fn(*args)
         except BaseException:
             self._failed = True
             raise
+        finally:
+            self.busy_s += time.perf_counter() - t
 
     def submit(self, fn, *args) -> None:
         self._slots.acquire()
@@ -331,4 +338,4 @@ def build(
     work.close()
     if not keep_work:
         shutil.rmtree(work.path)
-    return BuildReport(out, attrs, t1 - t0, t2 - t1, t3 - t2, threads)
+    return BuildReport(out, attrs, t1 - t0, t2 - t1, t3 - t2, threads, writer.busy_s)
