@@ -14,6 +14,7 @@ import numpy as np
 
 from env2048.kernels import canonical_packed, max_exponent_packed, move_packed
 
+from . import buffers
 from .kernels import ADVERSARIAL, OPTIMISTIC, RANDOM, _child_canonical, _images, chunk_bounds
 from .prefetch import prefetch
 from .threads import run_parallel
@@ -46,7 +47,7 @@ def afterstate_values_grouped(afterstates, sym_shift, sym_bytes, p4, model, inde
     children with a 2 and with a 4; ``p4`` the probability of a 4, ``model`` the spawn model's code
     (:data:`solver.kernels.RANDOM` ...); ``group`` afterstates' lookups are issued at a time."""
     n = afterstates.shape[0]
-    out = np.empty(n, np.float64)
+    out = buffers.empty(n, np.float64)
     missing = np.full(n_chunks, -1, np.int64)
     bounds = chunk_bounds(n, n_chunks)
     run_parallel(_afterstate_values_chunks, n_chunks, afterstates, sym_shift, sym_bytes, float(p4), model, index2,
@@ -135,33 +136,29 @@ def _afterstate_values_chunks(lo_chunk, hi_chunk, afterstates, sym_shift, sym_by
                     out[i] = v
 
 
+@numba.njit(cache=True, parallel=True, nogil=True)
 def state_values_grouped(states, T, cells, win_exponent, score_rewards, after_index, n_chunks, tie_rel, tie_abs, group):
     """Bellman max of ``states`` (canonical ``uint64[n]`` of one age): ``(values float64[n], best uint8[n],
     missing)``, ``best`` the bit set of the actions within the tie tolerance ``tie_rel``, ``tie_abs`` of the max
     (:func:`best_of`), ``missing`` -1 or the index of a state with an afterstate ``after_index`` lacks.
     ``after_index``: a value index ``(table, values, shift)`` of the age's afterstates; moves to a tile of
-    exponent ``>= win_exponent`` are worth their reward + 1; ``group`` states' lookups are issued at a time."""
+    exponent ``>= win_exponent`` are worth their reward + 1; ``group`` states' lookups are issued at a time.
+
+    On numba's parfors (``prange``), as :func:`solver.kernels.expand_states` (the same moves and canonical
+    forms): as a serial kernel on :mod:`solver.threads` the backward pass ran 6-13% slower."""
     n = states.shape[0]
+    rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
+    a_table, a_vals, a_shift = after_index
     values = np.empty(n, np.float64)
     best = np.zeros(n, np.uint8)
     missing = np.full(n_chunks, -1, np.int64)
     bounds = chunk_bounds(n, n_chunks)
-    run_parallel(_state_values_chunks, n_chunks, states, T, cells, win_exponent, bool(score_rewards), after_index,
-                 bounds, float(tie_rel), float(tie_abs), group, values, best, missing)  # fmt: skip
-    return values, best, int(missing.max())
-
-
-@numba.njit(cache=True, nogil=True)
-def _state_values_chunks(lo_chunk, hi_chunk, states, T, cells, win_exponent, score_rewards, after_index, bounds,
-                         tie_rel, tie_abs, group, values, best, missing):  # fmt: skip
-    rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
-    a_table, a_vals, a_shift = after_index
-    q = np.empty(4, np.float64)
-    # per move of each state of the group: 0 illegal, 1 a win (no lookup), 2 look up keys[]
-    kind = np.empty(4 * group, np.uint8)
-    keys = np.empty(4 * group, np.uint64)
-    rewards = np.empty(4 * group, np.float64)
-    for ch in range(lo_chunk, hi_chunk):
+    for ch in numba.prange(n_chunks):
+        q = np.empty(4, np.float64)
+        # per move of each state of the group: 0 illegal, 1 a win (no lookup), 2 look up keys[]
+        kind = np.empty(4 * group, np.uint8)
+        keys = np.empty(4 * group, np.uint64)
+        rewards = np.empty(4 * group, np.float64)
         for g in range(bounds[ch], bounds[ch + 1], group):
             g_end = min(g + group, bounds[ch + 1])
             for i in range(g, g_end):
@@ -196,3 +193,4 @@ def _state_values_chunks(lo_chunk, hi_chunk, states, T, cells, win_exponent, sco
                             continue
                         q[a] = r + a_vals[slot, 1]
                 values[i], best[i] = best_of(q, tie_rel, tie_abs)
+    return values, best, missing.max()

@@ -75,8 +75,11 @@ class BackgroundWriter:
     After a job fails the later ones are skipped, so the work directory never records an age after a gap.
     """
 
-    def __init__(self, max_queued: int = MAX_QUEUED):
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="solver-writer")
+    def __init__(self, max_queued: int = MAX_QUEUED, threads: int | None = None):
+        # numba keeps its thread count per thread: the writer's parallel coding kernels get the build's --threads
+        init = (numba.set_num_threads, (threads,)) if threads else (None, ())
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="solver-writer", initializer=init[0],
+                                        initargs=init[1])  # fmt: skip
         self._slots = threading.Semaphore(max_queued)
         self._futures: list[Future] = []
         self._failed = False
@@ -233,7 +236,7 @@ def build(
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     work = WorkDir(work_dir or out.with_name(out.name + ".work"), spec, SOLVER_VERSION)
-    writer = BackgroundWriter()
+    writer = BackgroundWriter(threads=threads)
     layers = ForwardLayers(spec, work, set())
     table = None
     try:

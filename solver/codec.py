@@ -33,7 +33,9 @@ import numpy as np
 
 from env2048.tables import board_tables
 
+from . import buffers
 from .bits import get_field, pack_fields, popcount64, trailing_zeros64, unpack_fields, words_for
+from .threads import run_parallel
 
 #: mantissa bits of the ``float`` value code: relative error <= 2**-20 = 9.54e-7 (bound: 1e-6)
 FLOAT_MANTISSA_BITS = 19
@@ -205,14 +207,19 @@ def board_unrank(r, half_age, C, orbit, cells):
     return b
 
 
-@numba.njit(cache=True, nogil=True)
 def ranks_of(ids, half_age, P, cells):
-    """``uint64[n]`` ranks of canonical packed boards all of age ``2 * half_age``.  One thread: the build codes
-    layers on its writer thread while the main thread's parallel kernels use every core."""
-    out = np.empty(ids.shape[0], np.uint64)
-    for i in range(ids.shape[0]):
-        out[i] = board_rank(ids[i], half_age, P, cells)
+    """``uint64[n]`` ranks of canonical packed boards ``ids`` (``uint64[n]``) all of age ``2 * half_age``; ``P``
+    from :func:`prefix_tables`.  In parallel (:mod:`solver.threads`): on 16 cores the build's writer thread,
+    which codes every layer, would otherwise be its slowest step."""
+    out = buffers.empty(ids.shape[0], np.uint64)
+    run_parallel(_ranks_block, ids.shape[0], ids, half_age, P, cells, out, min_block=1 << 16)
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _ranks_block(lo, hi, ids, half_age, P, cells, out):
+    for i in range(lo, hi):
+        out[i] = board_rank(ids[i], half_age, P, cells)
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)

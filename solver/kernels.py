@@ -14,6 +14,7 @@ import numpy as np
 
 from env2048.kernels import age_packed, canonical_packed, max_exponent_packed, move_packed
 
+from . import buffers
 from .threads import run_parallel
 
 #: spawn model codes, in the order of :data:`solver.spec.SPAWN_MODELS`
@@ -159,7 +160,7 @@ def merge_runs(buf, starts, counts, part=MERGE_PART):
     run_parallel(_cut_runs, n_runs, buf, starts, counts, splitters, cuts)
     offsets = np.zeros(n_parts + 1, np.int64)  # part p's pieces, gathered: [offsets[p], offsets[p + 1])
     np.cumsum(np.diff(cuts, axis=1).sum(axis=0), out=offsets[1:])
-    gathered = np.empty(total, np.uint64)
+    gathered = buffers.empty(total, np.uint64)
     run_parallel(_gather_parts, n_parts, buf, cuts, offsets, gathered)
     # merge each part's pieces pair by pair, between ``gathered`` and ``buf`` (free from here on)
     unique = np.empty(n_parts, np.int64)
@@ -167,7 +168,7 @@ def merge_runs(buf, starts, counts, part=MERGE_PART):
     run_parallel(_merge_parts, n_parts, gathered, buf, cuts, offsets, unique, in_buf)
     out_offsets = np.zeros(n_parts + 1, np.int64)
     np.cumsum(unique, out=out_offsets[1:])
-    out = np.empty(int(out_offsets[-1]), np.uint64)
+    out = buffers.empty(out_offsets[-1], np.uint64)
     run_parallel(_concatenate_parts, n_parts, gathered, buf, in_buf, offsets, out_offsets, out)
     return out
 
@@ -240,6 +241,7 @@ def _concatenate_parts(lo, hi, gathered, scratch, in_scratch, offsets, out_offse
             out[out_offsets[p] + k] = src[offsets[p] + k]
 
 
+@numba.njit(cache=True, parallel=True, nogil=True)
 def expand_states(states, T, cells, win_exponent, n_chunks):
     """States -> their afterstates.
 
@@ -248,21 +250,18 @@ def expand_states(states, T, cells, win_exponent, n_chunks):
     run per chunk, ``uint64`` / ``int64[n_chunks]`` / ``int64[n_chunks]``; feed them to :func:`merge_runs`) and
     the number of terminal states (no legal move).  Afterstates holding a tile of exponent ``>= win_exponent``
     are wins and are left out.
+
+    The one kernel still on numba's parfors (``prange``): as a serial kernel on :mod:`solver.threads` it ran
+    1.3-1.5x slower here (one 4x3 layer, one thread, same inputs), worth more than its extra ~5 s of first
+    compilation.
     """
     n = states.shape[0]
+    rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
     bounds = chunk_bounds(n, n_chunks)
-    buf = np.empty(4 * n, np.uint64)
+    buf = np.empty(4 * n, np.uint64)  # numba's allocation: 4 KiB pages (see solver.buffers)
     counts = np.zeros(n_chunks, np.int64)
     terminal = np.zeros(n_chunks, np.int64)
-    run_parallel(_expand_chunks, n_chunks, states, T, cells, win_exponent, bounds, buf, counts, terminal)
-    return buf, 4 * bounds[:-1], counts, int(terminal.sum())
-
-
-@numba.njit(cache=True, nogil=True)
-def _expand_chunks(lo_chunk, hi_chunk, states, T, cells, win_exponent, bounds, buf, counts, terminal):
-    """Chunks ``lo_chunk .. hi_chunk-1`` of :func:`expand_states`: chunk ``ch``'s run at ``buf[4 * bounds[ch]:]``."""
-    rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
-    for ch in range(lo_chunk, hi_chunk):
+    for ch in numba.prange(n_chunks):
         lo, hi = bounds[ch], bounds[ch + 1]
         w = 4 * lo
         dead = 0
@@ -282,6 +281,7 @@ def _expand_chunks(lo_chunk, hi_chunk, states, T, cells, win_exponent, bounds, b
                 dead += 1
         counts[ch] = _sort_unique_inplace(buf, 4 * lo, w, 4 * cells)
         terminal[ch] = dead
+    return buf, 4 * bounds[:-1], counts, terminal.sum()
 
 
 @numba.njit(cache=True, inline="always")
@@ -314,8 +314,8 @@ def spawn_children(afterstates, sym_shift, sym_bytes, with_two, with_four, n_chu
     n = afterstates.shape[0]
     cells = sym_shift.shape[1]
     bounds = chunk_bounds(n, n_chunks)
-    buf2 = np.empty(cells * n if with_two else 0, np.uint64)
-    buf4 = np.empty(cells * n if with_four else 0, np.uint64)
+    buf2 = buffers.empty(cells * n if with_two else 0, np.uint64)
+    buf4 = buffers.empty(cells * n if with_four else 0, np.uint64)
     counts2 = np.zeros(n_chunks, np.int64)
     counts4 = np.zeros(n_chunks, np.int64)
     run_parallel(_spawn_chunks, n_chunks, afterstates, sym_shift, sym_bytes, bool(with_two), bool(with_four), bounds,

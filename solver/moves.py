@@ -20,6 +20,7 @@ import numpy as np
 from env2048.kernels import canonical_packed, max_exponent_packed, move_packed
 from env2048.tables import board_tables
 
+from . import buffers
 from .bellman import GROUP, best_of
 from .forward import n_chunks_for
 from .kernels import TIE_TOLERANCE, _sort_unique_inplace, chunk_bounds, merge_runs
@@ -39,31 +40,27 @@ class Moves(NamedTuple):
     rewards: np.ndarray
 
 
+@numba.njit(cache=True, parallel=True, nogil=True)
 def _state_moves(states, T, cells, win_exponent, score_rewards, n_chunks):
-    """``(keys uint64[n, 4], rewards uint32[n, 4])`` of ``states`` (canonical ``uint64[n]``): see :class:`Moves`."""
     n = states.shape[0]
+    rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
     keys = np.zeros((n, 4), np.uint64)
     rewards = np.zeros((n, 4), np.uint32)
-    run_parallel(_state_moves_chunks, n_chunks, states, T, cells, win_exponent, bool(score_rewards),
-                 chunk_bounds(n, n_chunks), keys, rewards)  # fmt: skip
+    bounds = chunk_bounds(n, n_chunks)
+    for ch in numba.prange(n_chunks):
+        for i in range(bounds[ch], bounds[ch + 1]):
+            s = states[i]
+            for a in range(4):
+                after, reward = move_packed(s, a, rows, cols, moves)
+                if after == s:
+                    continue
+                if score_rewards:
+                    rewards[i, a] = np.uint32(reward)
+                if win_exponent <= 15 and max_exponent_packed(after, cells) >= win_exponent:
+                    rewards[i, a] |= WIN_FLAG
+                    continue
+                keys[i, a] = canonical_packed(after, rows, cols, sym_lines, sym_bytes)
     return keys, rewards
-
-
-@numba.njit(cache=True, nogil=True)
-def _state_moves_chunks(lo, hi, states, T, cells, win_exponent, score_rewards, bounds, keys, rewards):
-    rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
-    for i in range(bounds[lo], bounds[hi]):
-        s = states[i]
-        for a in range(4):
-            after, reward = move_packed(s, a, rows, cols, moves)
-            if after == s:
-                continue
-            if score_rewards:
-                rewards[i, a] = np.uint32(reward)
-            if win_exponent <= 15 and max_exponent_packed(after, cells) >= win_exponent:
-                rewards[i, a] |= WIN_FLAG
-                continue
-            keys[i, a] = canonical_packed(after, rows, cols, sym_lines, sym_bytes)
 
 
 def _sorted_runs(keys, key_bits, n_chunks):
@@ -71,7 +68,7 @@ def _sorted_runs(keys, key_bits, n_chunks):
     ``(buf uint64[4n], starts int64[n_chunks], counts int64[n_chunks])``."""
     n = keys.shape[0]
     bounds = chunk_bounds(n, n_chunks)
-    buf = np.empty(4 * n, np.uint64)
+    buf = buffers.empty(4 * n, np.uint64)
     counts = np.zeros(n_chunks, np.int64)
     run_parallel(_sorted_runs_chunks, n_chunks, keys, key_bits, bounds, buf, counts)
     return buf, 4 * bounds[:-1], counts
@@ -91,8 +88,8 @@ def _sorted_runs_chunks(lo, hi, keys, key_bits, bounds, buf, counts):
 
 def _values_from_moves(keys, rewards, after_index, n_chunks, tie_rel, tie_abs, group):
     n = keys.shape[0]
-    values = np.empty(n, np.float64)
-    best = np.zeros(n, np.uint8)
+    values = buffers.empty(n, np.float64)
+    best = buffers.zeros(n, np.uint8)
     missing = np.full(n_chunks, -1, np.int64)
     run_parallel(_values_from_moves_chunks, n_chunks, keys, rewards, after_index, chunk_bounds(n, n_chunks),
                  float(tie_rel), float(tie_abs), group, values, best, missing)  # fmt: skip

@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from . import buffers
 from .kernels import chunk_bounds
 from .threads import run_parallel
 
@@ -76,11 +77,11 @@ def _fill(table, vbits, ids, values, shift, part_bits, n_chunks):
     flat = counts.T.ravel()
     offsets = (np.cumsum(flat) - flat).reshape(n_parts, n_chunks).T.copy()
     starts = np.append(offsets[0], n)
-    order_ids = np.empty(n, np.uint64)
-    order_vals = np.empty(n, np.float64)
+    order_ids = buffers.empty(n, np.uint64)
+    order_vals = buffers.empty(n, np.float64)
     run_parallel(_scatter_parts, n_chunks, ids, values, bounds, part_bits, offsets, order_ids, order_vals)
     # each partition fills its own slots; a key that would probe past them waits (``left``)
-    left = np.zeros(n, np.bool_)
+    left = buffers.zeros(n, np.bool_)
     run_parallel(_fill_parts, n_parts, table, vbits, order_ids, order_vals, starts, shift, left)
     rest = np.flatnonzero(left)
     _fill_serial(table, vbits, order_ids[rest], order_vals[rest], shift)
