@@ -151,7 +151,8 @@ def no_cloud_probes():
 def ray_session(address: str | None = None, num_cpus: int | None = None):
     """Connect to the Ray cluster at ``address``, or start a private one on this machine (``num_cpus``, default
     all cores) and shut it down on exit.  A private Ray has every process on the loopback (127.0.0.1) and no
-    dashboard, usage statistics or cloud probes; starting one after something else imported Ray raises
+    dashboard, usage statistics or cloud probes, and is always a new one: another Ray running on this machine, or
+    named by ``RAY_ADDRESS``, is never joined.  Starting one after something else imported Ray raises
     :class:`RayNotPrivate`.  An already initialised Ray is used as it is and left running."""
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
@@ -165,7 +166,9 @@ def ray_session(address: str | None = None, num_cpus: int | None = None):
         private_ray_environment()
         ray = import_ray()
         with no_cloud_probes():
-            ray.init(num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+            # "local": a new Ray of our own, never one found through RAY_ADDRESS, /tmp/ray or a running GCS
+            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
+                     log_to_driver=False)  # fmt: skip
     try:
         yield ray
     finally:

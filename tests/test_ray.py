@@ -3,6 +3,7 @@ several shard counts, a build driven from the command line, and a clear error fo
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -78,7 +79,9 @@ def test_cli_builds_on_a_private_ray_on_the_loopback(references, tmp_path):
     out = tmp_path / "cli"
     args = [sys.executable, "-m", "solver", "build", "--board", "2x3", "--backend", "ray", "--shards", "2",
             "--shard-min", "0", "--threads", "2", "--quiet", "--out", str(out)]  # fmt: skip
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # a RAY_ADDRESS in the environment (or another Ray on the machine) must not be joined: the Ray is private
+    env = {**os.environ, "RAY_ADDRESS": "127.0.0.1:9"}
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     with SocketWatch(proc.pid) as watch:
         stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr
