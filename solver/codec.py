@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -55,9 +56,110 @@ def corner_orbit(rows: int, cols: int) -> int:
     """Bit mask of the cells that a symmetry moves onto the last cell (the most significant nibble), the last
     cell excluded: the corners, for every board shape here.  A canonical board's last cell holds an exponent no
     larger than any of them (else a symmetric image would have a smaller ID)."""
-    perm = board_tables(rows, cols).sym_perm
-    last = rows * cols - 1
-    return sum(1 << int(c) for c in set(perm[:, last].tolist()) - {last})
+    return _orbit_of_last(board_tables(rows, cols).sym_perm, list(range(rows * cols)))
+
+
+def _orbit_of_last(sym_perm: np.ndarray, coded: list[int]) -> int:
+    """Bit mask, over the positions of ``coded`` (the cells whose nibbles are coded, in increasing order), of the
+    coded cells the symmetries ``sym_perm`` move onto the last coded cell, that cell excluded."""
+    last = coded[-1]
+    sources = set(sym_perm[:, last].tolist()) - {last}
+    return sum(1 << k for k, c in enumerate(coded) if c in sources)
+
+
+class RankShape(NamedTuple):
+    """What ranks depend on: the ``cells`` coded nibbles of an ID (bit shifts ``shifts``, increasing), ``fixed``
+    the bits of the rest (an endgame pattern's fixed tiles: the same in every board), ``orbit`` the coded cells
+    (by position) that a symmetry moves onto the last coded one.  The plain board codes every cell."""
+
+    cells: int
+    orbit: int
+    shifts: tuple[int, ...]
+    fixed: int
+
+    @property
+    def identity(self) -> bool:
+        """Whether IDs are coded as they are (no fixed cells)."""
+        return self.fixed == 0 and self.shifts == tuple(range(0, 4 * self.cells, 4))
+
+    @property
+    def shift_array(self) -> np.ndarray:
+        return np.array(self.shifts, np.uint64)
+
+
+def plain_rank_shape(rows: int, cols: int) -> RankShape:
+    """Every cell of a ``rows x cols`` board coded, with the board's symmetry group."""
+    cells = rows * cols
+    return RankShape(cells, corner_orbit(rows, cols), tuple(range(0, 4 * cells, 4)), 0)
+
+
+def pattern_rank_shape(rows: int, cols: int, fixed: dict[int, int], sym_perm: np.ndarray) -> RankShape:
+    """The free cells of a pattern coded (its ``fixed`` cell -> exponent left out), with its symmetry subgroup
+    ``sym_perm``: boards with the same fixed tiles compare as their free cells do, so canonical boards keep the
+    property ranks rely on, among the free cells."""
+    coded = [c for c in range(rows * cols) if c not in fixed]
+    return RankShape(len(coded), _orbit_of_last(sym_perm, coded), tuple(4 * c for c in coded),
+                     sum(e << (4 * c) for c, e in fixed.items()))  # fmt: skip
+
+
+@numba.njit(cache=True, inline="always")
+def compress(b, shifts):
+    """The coded nibbles of ``b`` (at bit ``shifts[k]``) packed as nibble k."""
+    out = np.uint64(0)
+    for k in range(shifts.shape[0]):
+        out |= ((b >> shifts[k]) & np.uint64(15)) << np.uint64(4 * k)
+    return out
+
+
+@numba.njit(cache=True, inline="always")
+def expand(c, shifts, fixed):
+    """Inverse of :func:`compress`: nibble k of ``c`` back at bit ``shifts[k]``, with the ``fixed`` bits."""
+    out = np.uint64(fixed)
+    for k in range(shifts.shape[0]):
+        out |= ((c >> np.uint64(4 * k)) & np.uint64(15)) << shifts[k]
+    return out
+
+
+@numba.njit(cache=True)
+def _compress_all(ids, shifts):
+    out = np.empty_like(ids)
+    for i in range(ids.shape[0]):
+        out[i] = compress(ids[i], shifts)
+    return out
+
+
+@numba.njit(cache=True)
+def _expand_all(codes, shifts, fixed):
+    out = np.empty_like(codes)
+    for i in range(codes.shape[0]):
+        out[i] = expand(codes[i], shifts, fixed)
+    return out
+
+
+def shape_universe(shape: RankShape, age: int) -> int:
+    """Number of boards of ``shape`` whose coded cells sum to ``age`` and whose last coded cell holds no more than
+    its orbit: the universe of that age's ranks."""
+    C, _ = _rank_tables(shape.cells, shape.orbit, _half_width(age))
+    return int(_universe(C, age // 2, shape.cells))
+
+
+def shape_ranks(shape: RankShape, ids: np.ndarray, age: int) -> np.ndarray:
+    """``uint64[n]`` ranks of canonical boards ``ids`` (``uint64[n]``) of one age."""
+    P = _prefix_tables_cached(shape.cells, shape.orbit, _half_width(age))
+    coded = ids if shape.identity else _compress_all(ids, shape.shift_array)
+    return ranks_of(coded, age // 2, P, shape.cells)
+
+
+def shape_boards(shape: RankShape, ranks: np.ndarray, age: int) -> np.ndarray:
+    """Inverse of :func:`shape_ranks`: the boards (``uint64[n]``) of one age with these ranks."""
+    C, orbit = _rank_tables(shape.cells, shape.orbit, _half_width(age))
+    boards = boards_of_ranks(ranks, age // 2, C, orbit, shape.cells)
+    return boards if shape.identity else _expand_all(boards, shape.shift_array, np.uint64(shape.fixed))
+
+
+def shape_prefix_tables(shape: RankShape, max_age: int) -> np.ndarray:
+    """:func:`prefix_tables` of ``shape``."""
+    return _prefix_tables_cached(shape.cells, shape.orbit, _half_width(max_age))
 
 
 @numba.njit(cache=True, inline="always")
@@ -118,13 +220,13 @@ def _prefix_tables(C, orbit):
 def rank_tables(rows: int, cols: int, max_age: int) -> tuple[np.ndarray, np.uint64]:
     """``(C uint64[16, cells, H+1], orbit uint64)`` for ages up to ``max_age`` (``H`` rounded up to a power of two,
     at least 1024, so that one table serves a whole build): see the module docstring.  Unranking reads them."""
-    return _rank_tables(int(rows), int(cols), _half_width(max_age))
+    return _rank_tables(rows * cols, corner_orbit(rows, cols), _half_width(max_age))
 
 
 def prefix_tables(rows: int, cols: int, max_age: int) -> np.ndarray:
     """``P uint64[16, cells, 16, H+1]`` (see :func:`_prefix_tables`): ranking reads one entry per cell.  4x3 up to
     its largest age: 201 MB."""
-    return _prefix_tables_cached(int(rows), int(cols), _half_width(max_age))
+    return _prefix_tables_cached(rows * cols, corner_orbit(rows, cols), _half_width(max_age))
 
 
 def _half_width(max_age: int) -> int:
@@ -134,16 +236,16 @@ def _half_width(max_age: int) -> int:
 
 
 @functools.lru_cache(maxsize=4)
-def _rank_tables(rows: int, cols: int, half: int) -> tuple[np.ndarray, np.uint64]:
-    orbit = np.uint64(corner_orbit(rows, cols))
-    C = _count_tables(rows * cols, half, orbit)
+def _rank_tables(cells: int, orbit: int, half: int) -> tuple[np.ndarray, np.uint64]:
+    orbit = np.uint64(orbit)
+    C = _count_tables(int(cells), half, orbit)
     C.setflags(write=False)
     return C, orbit
 
 
 @functools.lru_cache(maxsize=2)
-def _prefix_tables_cached(rows: int, cols: int, half: int) -> np.ndarray:
-    C, orbit = _rank_tables(rows, cols, half)
+def _prefix_tables_cached(cells: int, orbit: int, half: int) -> np.ndarray:
+    C, orbit = _rank_tables(cells, orbit, half)
     P = _prefix_tables(C, orbit)
     P.setflags(write=False)
     return P
@@ -161,8 +263,7 @@ def _universe(C, half_age, cells):
 def boards_of_age(rows: int, cols: int, age: int) -> int:
     """Number of ``rows x cols`` boards (exponents 0..15) of tile sum ``age`` whose last cell holds no more than
     the other corners: the universe of that age's ranks (every canonical board of the age is one of them)."""
-    C, _ = rank_tables(rows, cols, age)
-    return int(_universe(C, age // 2, rows * cols))
+    return shape_universe(plain_rank_shape(rows, cols), age)
 
 
 @numba.njit(cache=True, inline="always")
@@ -352,9 +453,12 @@ def _select0(upper, samples, j):
 @numba.njit(cache=True, inline="always")
 def ef_find(upper, samples, lower, n, n_bits, low_bits, r):
     """Index of rank ``r`` in an Elias-Fano set of ``n`` elements, or -1 if absent."""
-    high = np.int64(r >> np.uint64(low_bits))
-    if high >= n_bits - n:  # beyond the largest possible high part: outside the universe
+    high_bits = r >> np.uint64(low_bits)
+    # beyond the largest possible high part: outside the universe (compared unsigned: a rank of 2**63 or more
+    # would turn negative as an int64 and index before the select samples)
+    if high_bits >= np.uint64(n_bits - n):
         return -1
+    high = np.int64(high_bits)
     pos = 0 if high == 0 else _select0(upper, samples, high - 1) + 1
     i = pos - high
     mask = (np.uint64(1) << np.uint64(low_bits)) - np.uint64(1)
@@ -484,6 +588,15 @@ def value_code_for(objective: str) -> str:
 __all__ = [
     "FIXED_CODE",
     "FLOAT_CODE",
+    "RankShape",
+    "compress",
+    "expand",
+    "pattern_rank_shape",
+    "plain_rank_shape",
+    "shape_boards",
+    "shape_prefix_tables",
+    "shape_ranks",
+    "shape_universe",
     "board_rank",
     "board_unrank",
     "boards_of_age",

@@ -211,3 +211,14 @@ def test_rank_order_is_packed_id_order():
     everyone = slow_boards_of_age(2, 3, 12)
     keys = [tuple(reversed([v for row in naive.unpack(b, 2, 3) for v in row])) for b in everyone]
     assert keys == sorted(keys)
+
+
+def test_elias_fano_find_refuses_ranks_above_2_to_the_63_in_an_empty_set():
+    """A rank of 2**63 or more once became a negative high part and sent the select past the bitvector (a
+    segfault the random test above met now and then)."""
+    ranks = np.array([], np.uint64)
+    upper, lower, low_bits = codec.ef_encode(ranks, 2**64 - 1)
+    n_bits = codec.upper_bits_for(0, 2**64 - 1, low_bits)
+    queries = np.array([2**64 - 2, 2**63, 5], np.uint64)
+    got = codec.ef_find_many(upper, codec.zero_samples(upper, n_bits), lower, 0, n_bits, low_bits, queries)
+    assert got.tolist() == [-1, -1, -1]
