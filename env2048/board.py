@@ -437,21 +437,23 @@ def spawn_outcomes(afterstate, rows: int, cols: int, p4: float = 0.1) -> tuple[n
     return _spawn_outcomes(np.uint64(afterstate), rows * cols, float(p4))
 
 
-def start_states(rows: int, cols: int, p4: float = 0.1, canonical_only: bool = False):
-    """Distribution of the start position: two spawns on the empty board.
+def start_states(rows: int, cols: int, p4: float = 0.1, canonical_only: bool = False, board=0, sym_perm=None):
+    """Distribution of the start position: two spawns on the empty board (or on ``board``'s empty cells: an
+    endgame pattern's fixed tiles).
 
     Returns ``(boards: uint64[m], probs: float64[m])`` sorted by ID, probabilities summing to 1.  With
-    ``canonical_only`` boards are replaced by their canonical form and probabilities merged.
+    ``canonical_only`` boards are replaced by their canonical form (the minimum over the board's symmetries, or
+    over ``sym_perm``'s rows: a pattern's subgroup) and probabilities merged.
     """
     check_p4(p4)
-    T = _tables(rows, cols)
+    perm = _tables(rows, cols).sym_perm if sym_perm is None else sym_perm
     cells = rows * cols
     acc: dict[int, float] = {}
-    first_boards, first_probs = _spawn_outcomes(np.uint64(0), cells, float(p4))
+    first_boards, first_probs = _spawn_outcomes(np.uint64(board), cells, float(p4))
     for b1, p1 in zip(first_boards, first_probs, strict=True):
         second_boards, second_probs = _spawn_outcomes(b1, cells, float(p4))
         for b2, p2 in zip(second_boards, second_probs, strict=True):
-            key = int(_canonical(b2, T.sym_perm)) if canonical_only else int(b2)
+            key = int(_canonical(b2, perm)) if canonical_only else int(b2)
             acc[key] = acc.get(key, 0.0) + float(p1 * p2)
     keys = sorted(acc)
     return np.array(keys, dtype=np.uint64), np.array([acc[k] for k in keys], dtype=np.float64)

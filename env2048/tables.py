@@ -244,3 +244,23 @@ def board_tables(rows: int, cols: int) -> BoardTables:
     for arr in (moves, perm, act, sym_lines, sym_shift, sym_bytes):
         arr.setflags(write=False)
     return BoardTables(rows, cols, moves, perm, act, sym_lines, sym_shift, sym_bytes)
+
+
+@functools.cache
+def subgroup_tables(rows: int, cols: int, symmetries: tuple[int, ...]) -> BoardTables:
+    """The tables of :func:`board_tables` restricted to a subgroup of the board's symmetries (indices into its
+    tables, starting with 0, the identity): what a board with fixed cells (:mod:`env2048.pattern`) keeps.  The
+    whole group gives :func:`board_tables` itself; a proper subgroup gets no ``sym_lines`` (``[2, 0]``), so that
+    the canonical form is the minimum over the subgroup's images, from ``sym_bytes``."""
+    full = board_tables(rows, cols)
+    if tuple(symmetries) == tuple(range(full.sym_perm.shape[0])):
+        return full
+    if not symmetries or symmetries[0] != 0:
+        raise ValueError(f"a symmetry subgroup starts with the identity (0), got {symmetries}")
+    keep = np.array(symmetries, np.int64)
+    parts = [np.ascontiguousarray(a[keep]) for a in (full.sym_perm, full.sym_action, full.sym_shift, full.sym_bytes)]
+    sym_lines = np.zeros((2, 0), np.uint64)
+    for arr in (*parts, sym_lines):
+        arr.setflags(write=False)
+    perm, act, shift, sym_bytes = parts
+    return BoardTables(rows, cols, full.moves, perm, act, sym_lines, shift, sym_bytes)

@@ -73,8 +73,8 @@ def design(name: str):
                                              nc, group)  # fmt: skip
 
         def state(s, T, spec, idx, nc):
-            return state_values_grouped(s, T, spec.cells, spec.win_exponent, spec.objective == "score", idx[:3], nc,
-                                        TIE_TOLERANCE, 0.0, group)  # fmt: skip
+            return state_values_grouped(s, T, spec.rules, spec.objective == "score", idx[:3], nc, TIE_TOLERANCE, 0.0,
+                                        group)  # fmt: skip
 
         return build, after, state
     raise ValueError(f"unknown design {name!r}: one of {DEFAULT_DESIGNS} (slots-gN for any N)")

@@ -23,8 +23,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from env2048 import board as B
-from env2048.kernels import canonical_packed, move_packed
-from env2048.tables import board_tables
+from env2048.kernels import canonical_packed
+from env2048.rules import FAILURE, SUCCESS, legal_masks, move_outcome
 
 from .agent import batch_decider
 
@@ -56,7 +56,7 @@ class Evaluation:
 
 
 @numba.njit(cache=True)
-def _step_layer(ids, weight, policy, T, p4, win_exponent, score, symmetric):
+def _step_layer(ids, weight, policy, T, p4, rules, score, symmetric):
     """Expand one layer: ``(reward_mass, win_mass, child2, w2, child4, w4)``.
 
     ``reward_mass`` = Σ_s d(s) Σ_a π(a|s) r(s, a); ``win_mass`` the probability of winning moves (tile:K);
@@ -83,19 +83,18 @@ def _step_layer(ids, weight, policy, T, p4, win_exponent, score, symmetric):
             pa = policy[i, a]
             if pa <= 0:
                 continue
-            after, reward = move_packed(b, a, rows, cols, moves)
+            after, reward, outcome = move_outcome(b, a, rows, cols, moves, rules)
             mass = weight[i] * pa
             if score:
                 reward_mass += mass * reward
-            top = 0
-            empty = 0
-            for c in range(cells):
-                v = (after >> np.uint64(4 * c)) & np.uint64(15)
-                top = max(top, v)
-                empty += v == 0
-            if win_exponent <= 15 and top >= win_exponent:
+            if outcome == SUCCESS:
                 win_mass += mass
                 continue
+            if outcome == FAILURE:
+                continue
+            empty = 0
+            for c in range(cells):
+                empty += ((after >> np.uint64(4 * c)) & np.uint64(15)) == 0
             for c in range(cells):
                 shift = np.uint64(4 * c)
                 if (after >> shift) & np.uint64(15):
@@ -153,12 +152,12 @@ def evaluate_policy(oracle, agent, progress: bool = True, batch: int = 1 << 18, 
     spec = oracle.spec
     if spec.spawn != "random":
         raise ValueError(f"exact evaluation plays the real game; this table's spawn model is {spec.spawn!r}")
-    T = board_tables(spec.rows, spec.cols)
+    T, rules = spec.tables, spec.rules
     symmetric = bool(getattr(agent, "symmetric", False))
-    start_ids, start_probs = B.start_states(spec.rows, spec.cols, spec.p4, canonical_only=symmetric)
+    start_ids, start_probs = spec.start_states(canonical_only=symmetric)
     keep = start_probs > 0
     pending: dict[int, list] = {}
-    ages = B.age(start_ids[keep], spec.rows, spec.cols)
+    ages = spec.ages(start_ids[keep])
     for age in np.unique(ages):
         sel = ages == age
         pending[int(age)] = [(start_ids[keep][sel], start_probs[keep][sel])]
@@ -176,7 +175,7 @@ def evaluate_policy(oracle, agent, progress: bool = True, batch: int = 1 << 18, 
         for lo in range(0, ids.size, batch):
             part, w = ids[lo : lo + batch], weight[lo : lo + batch]
             boards = B.unpack(part, spec.rows, spec.cols)
-            masks = B.legal_actions(part, spec.rows, spec.cols)
+            masks = legal_masks(part, spec.rows, spec.cols, T.moves, rules)
             live = masks.any(axis=1)
             policy = np.zeros(masks.shape)
             if live.any():
@@ -186,16 +185,15 @@ def evaluate_policy(oracle, agent, progress: bool = True, batch: int = 1 << 18, 
                     on_layer(age, part[live], w[live], policy[live], q)
                 regret = np.nanmax(q, axis=1, keepdims=True) - q
                 gap += float(np.sum(w[live] * np.nansum(policy[live] * np.where(np.isnan(q), 0, regret), axis=1)))
-            reward_mass, win_mass, c2, w2, c4, w4 = _step_layer(
-                part, w, policy, T, spec.p4, spec.win_exponent, score, symmetric
-            )
+            reward_mass, win_mass, c2, w2, c4, w4 = _step_layer(part, w, policy, T, spec.p4, rules, score, symmetric)
             value += reward_mass + win_mass
             for child_age, c, cw in ((age + 2, c2, w2), (age + 4, c4, w4)):
                 if c.size and cw.any():
                     nz = cw > 0
                     pending.setdefault(child_age, []).append((c[nz], cw[nz]))
         out_ages.append(age)
-        visits.append(float(weight[B.legal_actions(ids, spec.rows, spec.cols).any(axis=1)].sum()) if ids.size else 0)
+        live_ids = legal_masks(ids, spec.rows, spec.cols, T.moves, rules).any(axis=1)
+        visits.append(float(weight[live_ids].sum()) if ids.size else 0)
         gaps.append(gap)
         bar.update()
     bar.close()

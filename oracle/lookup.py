@@ -20,8 +20,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from env2048.kernels import canonical_packed, max_exponent_packed, move_packed
-from env2048.tables import board_tables
+from env2048.kernels import canonical_packed
+from env2048.rules import FAILURE, ILLEGAL, SUCCESS, move_outcome
 from solver import codec
 from solver.bits import get_field
 from solver.kernels import TIE_TOLERANCE, ages_of
@@ -85,13 +85,14 @@ def empty_layer(age: int) -> Layer:
 
 
 @numba.njit(cache=True, inline="always")
-def layer_value(key, coded, P, half_age, cells, upper, samples, lower, n, n_bits, low_bits, words, width,
+def layer_value(key, coded, P, half_age, shifts, upper, samples, lower, n, n_bits, low_bits, words, width,
                 is_float, base, ids, vals):  # fmt: skip
-    """Stored value of canonical afterstate ``key`` in one layer, NaN if the layer does not hold it."""
+    """Stored value of canonical afterstate ``key`` in one layer, NaN if the layer does not hold it.  ``shifts``:
+    the bit shifts of the cells format v2 codes (:class:`solver.codec.RankShape`)."""
     if n == 0:
         return np.nan
     if coded:
-        r = codec.board_rank(key, half_age, P, cells)
+        r = codec.board_rank(codec.compress(key, shifts), half_age, P, shifts.shape[0])
         i = codec.ef_find(upper, samples, lower, n, n_bits, low_bits, r)
         if i < 0:
             return np.nan
@@ -103,22 +104,24 @@ def layer_value(key, coded, P, half_age, cells, upper, samples, lower, n, n_bits
 
 
 @numba.njit(cache=True, inline="always")
-def _q_one(i, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, win_exponent, score, P, coded,
+def _q_one(i, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, rules, score, P, shifts, coded,
            half_age, upper, samples, lower, n, n_bits, low_bits, words, width, is_float, base, ids,
            vals):  # fmt: skip
-    cells = rows * cols
     b = boards[i]
     for a in range(4):
-        after, reward = move_packed(b, a, rows, cols, moves)
-        if after == b:
+        after, reward, outcome = move_outcome(b, a, rows, cols, moves, rules)
+        if outcome == ILLEGAL:
             q[i, a] = np.nan
             continue
         r = float(reward) if score else 0.0
-        if win_exponent <= 15 and max_exponent_packed(after, cells) >= win_exponent:
+        if outcome == SUCCESS:
             q[i, a] = r + 1.0
             continue
+        if outcome == FAILURE:
+            q[i, a] = r
+            continue
         key = canonical_packed(after, rows, cols, sym_lines, sym_bytes)
-        v = layer_value(key, coded, P, half_age, cells, upper, samples, lower, n, n_bits, low_bits, words,
+        v = layer_value(key, coded, P, half_age, shifts, upper, samples, lower, n, n_bits, low_bits, words,
                         width, is_float, base, ids, vals)  # fmt: skip
         if np.isnan(v):
             status[i] = NOT_IN_TABLE
@@ -126,40 +129,39 @@ def _q_one(i, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, win_ex
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def q_values_group(sel, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, win_exponent, score, P,
+def q_values_group(sel, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, rules, score, P, shifts,
                    coded, half_age, upper, samples, lower, n, n_bits, low_bits, words, width, is_float, base, ids,
                    vals):  # fmt: skip
     """Fill ``q[i]`` (``float64[4]``, NaN for illegal moves) and ``status[i]`` for every ``i`` of ``sel``
     (boards of one age, whose layer the remaining arguments describe; see :class:`Layer`).  ``status`` becomes
-    NOT_IN_TABLE when a legal move's afterstate is not stored.  ``score``: rewards count; otherwise a move making
-    a tile of exponent >= ``win_exponent`` is worth 1."""
+    NOT_IN_TABLE when a legal move's afterstate is not stored.  ``rules``: the game's (:mod:`env2048.rules`), a
+    move that succeeds is worth 1 (plus its reward if ``score``), one that fails 0."""
     for j in numba.prange(sel.shape[0]):
-        _q_one(sel[j], boards, q, status, rows, cols, moves, sym_lines, sym_bytes, win_exponent, score, P,
+        _q_one(sel[j], boards, q, status, rows, cols, moves, sym_lines, sym_bytes, rules, score, P, shifts,
                coded, half_age, upper, samples, lower, n, n_bits, low_bits, words, width, is_float, base, ids,
                vals)  # fmt: skip
 
 
 @numba.njit(cache=True, nogil=True)
-def q_values_group_serial(sel, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, win_exponent, score, P,
+def q_values_group_serial(sel, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, rules, score, P, shifts,
                           coded, half_age, upper, samples, lower, n, n_bits, low_bits, words, width, is_float,
                           base, ids, vals):  # fmt: skip
     """:func:`q_values_group` on one thread (small batches)."""
     for j in range(sel.shape[0]):
-        _q_one(sel[j], boards, q, status, rows, cols, moves, sym_lines, sym_bytes, win_exponent, score, P,
+        _q_one(sel[j], boards, q, status, rows, cols, moves, sym_lines, sym_bytes, rules, score, P, shifts,
                coded, half_age, upper, samples, lower, n, n_bits, low_bits, words, width, is_float, base, ids,
                vals)  # fmt: skip
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def afterstate_values_group(sel, afters, out, rows, cols, sym_lines, sym_bytes, P, coded, half_age, upper,
+def afterstate_values_group(sel, afters, out, rows, cols, sym_lines, sym_bytes, P, shifts, coded, half_age, upper,
                             samples, lower, n, n_bits, low_bits, words, width, is_float, base, ids,
                             vals):  # fmt: skip
     """``out[i]`` = stored value of afterstate ``afters[i]`` (any symmetry), NaN if absent, for ``i`` in ``sel``."""
-    cells = rows * cols
     for j in numba.prange(sel.shape[0]):
         i = sel[j]
         key = canonical_packed(afters[i], rows, cols, sym_lines, sym_bytes)
-        out[i] = layer_value(key, coded, P, half_age, cells, upper, samples, lower, n, n_bits, low_bits, words,
+        out[i] = layer_value(key, coded, P, half_age, shifts, upper, samples, lower, n, n_bits, low_bits, words,
                              width, is_float, base, ids, vals)  # fmt: skip
 
 
@@ -193,11 +195,14 @@ class AgeLayers:
         self.coded = table.format_version >= 2
         self.memory_limit = int(memory_limit)
         self.verify = verify
-        self.T = board_tables(self.spec.rows, self.spec.cols)
+        self.T = self.spec.tables
+        self.rules = self.spec.rules
         self.ages = {int(a) for a in table.ages}
         self.max_age = max(self.ages, default=0)
-        shape = (self.spec.rows, self.spec.cols, self.max_age)
-        self.P = readonly(codec.prefix_tables(*shape) if self.coded else np.zeros((16, 1, 16, 1), np.uint64))
+        shape = self.spec.rank_shape
+        self.shifts = readonly(shape.shift_array)
+        self.P = readonly(codec.shape_prefix_tables(shape, self.max_age) if self.coded
+                          else np.zeros((16, 1, 16, 1), np.uint64))  # fmt: skip
         self._open: OrderedDict[int, tuple[Layer, object]] = OrderedDict()
         self.resident_bytes = 0
         self.opened = 0
@@ -244,7 +249,7 @@ class AgeLayers:
     # -- batched queries ----------------------------------------------------------------------------------------
     def _groups(self, ids: np.ndarray):
         """``(age, indices int64[k])`` for each age present in the batch (ages beyond the table: empty layers)."""
-        ages = ages_of(ids, self.spec.cells)
+        ages = ages_of(ids, self.spec.cells) - self.spec.age_offset
         if ages.size == 0:
             return
         n_slots = int(ages.max()) // 2 + 1
@@ -268,8 +273,8 @@ class AgeLayers:
         kernel = q_values_group if n >= SERIAL_BELOW else q_values_group_serial
         for age, sel in self._groups(ids):
             L = self.layer(age)
-            kernel(sel, ids, q, status, T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes, spec.win_exponent, score,
-                   self.P, L.coded, L.half_age, L.upper, L.samples, L.lower, L.n, L.n_bits, L.low_bits,
+            kernel(sel, ids, q, status, T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes, self.rules, score,
+                   self.P, self.shifts, L.coded, L.half_age, L.upper, L.samples, L.lower, L.n, L.n_bits, L.low_bits,
                    L.words, L.width, L.is_float, L.base, L.ids, L.vals)  # fmt: skip
         return q, status
 
@@ -279,7 +284,7 @@ class AgeLayers:
         T = self.T
         for age, sel in self._groups(ids):
             L = self.layer(age)
-            afterstate_values_group(sel, ids, out, T.rows, T.cols, T.sym_lines, T.sym_bytes, self.P,
+            afterstate_values_group(sel, ids, out, T.rows, T.cols, T.sym_lines, T.sym_bytes, self.P, self.shifts,
                                     L.coded, L.half_age, L.upper, L.samples, L.lower, L.n, L.n_bits, L.low_bits,
                                     L.words, L.width, L.is_float, L.base, L.ids, L.vals)  # fmt: skip
         return out

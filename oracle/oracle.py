@@ -21,6 +21,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from env2048 import board as B
+from env2048.rules import FIXED_MASK, FIXED_VALUES
 from env2048.shape import ACTION_NAMES, MAX_PACKED_EXPONENT
 from solver.build import build
 from solver.common import tie_tolerance
@@ -176,7 +177,22 @@ class Oracle:
 
     # -- input handling ---------------------------------------------------------------------------------------
     def _packed(self, board) -> tuple[np.ndarray, bool]:
-        """``(uint64[n] IDs, is_batch)`` from any accepted board format, with clear errors."""
+        """``(uint64[n] IDs, is_batch)`` from any accepted board format, with clear errors (a pattern table's
+        boards must hold its fixed tiles)."""
+        ids, batch = self._packed_any(board)
+        pattern = self.spec.pattern
+        if pattern is not None and ids.size:
+            mask, fixed = np.uint64(pattern.rules[FIXED_MASK]), np.uint64(pattern.rules[FIXED_VALUES])
+            wrong = np.flatnonzero((ids & mask) != fixed)
+            if wrong.size:
+                i = int(wrong[0])
+                raise ValueError(
+                    f"board {int(ids[i]):#x} (batch index {i}) does not hold the fixed tiles of "
+                    f"{pattern.describe()}:{self._describe(ids[i])}\nexpected {pattern.to_dict()['grid']}"
+                )
+        return ids, batch
+
+    def _packed_any(self, board) -> tuple[np.ndarray, bool]:
         if isinstance(board, int | np.integer) and not isinstance(board, bool):
             value = int(board)
             if value < 0 or value >= 1 << (4 * self.rows * self.cols):

@@ -6,6 +6,8 @@ Examples::
     python -m solver build --board 2x2 --objective tile:5 --out tables/2x2-32.h5
     python -m solver build --board 4x3 --objective tile:7 --layout directory --out tables/4x3-128
     python -m solver build --board 4x3 --objective tile:6 --backend ray --out tables/4x3-64
+    python -m solver build --board 4x4 --pattern L3 --target 256 --layout directory --out tables/L3-256
+    python -m solver build --pattern my-pattern.json --out tables/mine.h5
     python -m solver info tables/3x3.h5 --json
     python -m solver enumerate --board 4x3 --max-age 300 --json
     python -m solver verify tables/3x3.h5 --samples 2000
@@ -25,6 +27,8 @@ import sys
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from env2048 import board as B
+from env2048.pattern import builtin_names, load_pattern
+from env2048.shape import parse_board
 
 from .build import build, set_threads
 from .common import table_bytes
@@ -38,9 +42,26 @@ from .workdir import WorkDirMismatch
 
 
 def _add_spec_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--board", required=True, help="RxC, rows x columns (e.g. 3x3, 4x3); at most 16 cells")
+    p.add_argument("--board", default=None, help="RxC, rows x columns (e.g. 3x3, 4x3); at most 16 cells")
     p.add_argument("--objective", default="score", help="score (default) or tile:K (probability of making 2**K)")
-    p.add_argument("--p4", type=float, default=0.1, help="probability that a spawned tile is a 4 (default 0.1)")
+    p.add_argument(
+        "--pattern",
+        default=None,
+        help=f"an endgame pattern instead of the whole game: a built-in name ({', '.join(builtin_names())}) "
+        "or a JSON pattern file (docs/endgame.md); the objective is then its probability of success",
+    )
+    p.add_argument(
+        "--target",
+        type=int,
+        default=None,
+        help="the pattern's target tile (e.g. 512): needed with a built-in pattern, overrides a file's",
+    )
+    p.add_argument(
+        "--p4",
+        type=float,
+        default=None,
+        help="probability that a spawned tile is a 4 (default 0.1, or the pattern file's p4)",
+    )
     p.add_argument("--spawn", default="random", choices=SPAWN_MODELS, help="spawn model (default random)")
     p.add_argument("--threads", type=int, default=None,
                    help="numba threads (default: all cores); build --backend ray without --address: the CPUs of "
@@ -48,12 +69,28 @@ def _add_spec_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
+def spec_from_args(args) -> SolveSpec:
+    """The solve the command line describes: ``--board`` and ``--objective``, or ``--pattern`` (and ``--target``)."""
+    if args.pattern is None:
+        if args.target is not None:
+            raise ValueError("--target goes with --pattern; for the whole game use --objective tile:K")
+        if args.board is None:
+            raise ValueError("--board is required (or --pattern NAME|FILE.json)")
+        return SolveSpec.parse(args.board, args.objective, 0.1 if args.p4 is None else args.p4, args.spawn)
+    if args.objective != "score":
+        raise ValueError("--pattern solves the probability of success: leave out --objective")
+    pattern = load_pattern(args.pattern, args.target)
+    if args.board is not None and parse_board(args.board) != (pattern.rows, pattern.cols):
+        raise ValueError(f"--board {args.board} does not match pattern {pattern.name}'s {pattern.rows}x{pattern.cols}")
+    return SolveSpec.for_pattern(pattern, args.p4, args.spawn)
+
+
 def _ages_json(counts) -> list[dict]:
     return [{"age": c.age, "states": c.states, "afterstates": c.afterstates, "terminal": c.terminal} for c in counts]
 
 
 def cmd_build(args) -> int:
-    spec = SolveSpec.parse(args.board, args.objective, args.p4, args.spawn)
+    spec = spec_from_args(args)
     if args.backend == "ray":
         report = build_on_ray(spec, args)
     else:
@@ -108,11 +145,16 @@ def cmd_info(args) -> int:
             "start_values": start_values,
             "ages": _ages_json(t.counts()),
         }
+        if t.spec.pattern is not None:
+            info["pattern"] = t.spec.pattern.to_dict()
         info.update(format_fields(t))
     if args.json:
         print(json.dumps(info, indent=1))
         return 0
-    print(f"{args.file}: {info['board']} {info['objective']} (spawn {info['spawn']}, p4={info['p4']:g})")
+    print(f"{args.file}: {t.spec.describe()}")
+    if "pattern" in info:
+        for line in info["pattern"]["grid"]:
+            print("  " + "".join(f"{tok:>7}" for tok in line.split()))
     if info["format_version"] == 1:
         note = "exact; v1 also stores every state, 17 bytes each"
     elif info["value_error_relative"]:
@@ -158,7 +200,7 @@ def cmd_convert(args) -> int:
 
 
 def cmd_enumerate(args) -> int:
-    spec = SolveSpec.parse(args.board, args.objective, args.p4, args.spawn)
+    spec = spec_from_args(args)
     set_threads(args.threads)
     counts = run_forward(spec, max_age=args.max_age, progress=not args.quiet)
     info = {

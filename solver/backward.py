@@ -13,8 +13,6 @@ from collections.abc import Callable, Iterable
 import numpy as np
 from tqdm.auto import tqdm
 
-from env2048.tables import board_tables
-
 from .bellman import GROUP, afterstate_values_grouped, state_values_grouped
 from .forward import n_chunks_for
 from .kernels import TIE_TOLERANCE
@@ -35,9 +33,8 @@ def solve_states(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(state_values float64[n], best_actions uint8[n])`` of one age from its afterstate values; actions within
     ``tie = (relative, absolute)`` of the best are all best."""
-    T = board_tables(spec.rows, spec.cols)
     s_values, best, missing = state_values_grouped(
-        states, T, spec.cells, spec.win_exponent, spec.objective == "score",
+        states, spec.tables, spec.rules, spec.objective == "score",
         build_value_index(afterstates, afterstate_values_), n_chunks_for(states.size), float(tie[0]), float(tie[1]),
         GROUP,
     )  # fmt: skip
@@ -57,7 +54,7 @@ def solve_age(
 
     ``next2`` / ``next4``: ``build_value_index(ids, values)`` of the states of age a+2 / a+4.
     """
-    T = board_tables(spec.rows, spec.cols)
+    T = spec.tables
     a_values, missing = afterstate_values_grouped(
         afterstates, T.sym_shift, T.sym_bytes, spec.p4, spec.spawn_code, next2, next4,
         n_chunks_for(afterstates.size), GROUP,

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from env2048.kernels import canonical_packed, max_exponent_packed, move_packed
+from env2048.kernels import canonical_packed
+from env2048.rules import ILLEGAL, PLAY, SUCCESS, move_outcome
 
 from . import buffers
 from .kernels import ADVERSARIAL, OPTIMISTIC, RANDOM, _child_canonical, _images, chunk_bounds
@@ -137,12 +138,13 @@ def _afterstate_values_chunks(lo_chunk, hi_chunk, afterstates, sym_shift, sym_by
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def state_values_grouped(states, T, cells, win_exponent, score_rewards, after_index, n_chunks, tie_rel, tie_abs, group):
+def state_values_grouped(states, T, rules, score_rewards, after_index, n_chunks, tie_rel, tie_abs, group):
     """Bellman max of ``states`` (canonical ``uint64[n]`` of one age): ``(values float64[n], best uint8[n],
     missing)``, ``best`` the bit set of the actions within the tie tolerance ``tie_rel``, ``tie_abs`` of the max
     (:func:`best_of`), ``missing`` -1 or the index of a state with an afterstate ``after_index`` lacks.
-    ``after_index``: a value index ``(table, values, shift)`` of the age's afterstates; moves to a tile of
-    exponent ``>= win_exponent`` are worth their reward + 1; ``group`` states' lookups are issued at a time.
+    ``after_index``: a value index ``(table, values, shift)`` of the age's afterstates; under ``rules``
+    (:mod:`env2048.rules`) moves that succeed are worth their reward + 1, moves that fail their reward; ``group``
+    states' lookups are issued at a time.
 
     On numba's parfors (``prange``), as :func:`solver.kernels.expand_states` (the same moves and canonical
     forms): as a serial kernel on :mod:`solver.threads` the backward pass ran 6-13% slower."""
@@ -155,7 +157,7 @@ def state_values_grouped(states, T, cells, win_exponent, score_rewards, after_in
     bounds = chunk_bounds(n, n_chunks)
     for ch in numba.prange(n_chunks):
         q = np.empty(4, np.float64)
-        # per move of each state of the group: 0 illegal, 1 a win (no lookup), 2 look up keys[]
+        # per move of each state of the group: 0 illegal, 1 a success, 3 a failure (no lookup), 2 look up keys[]
         kind = np.empty(4 * group, np.uint8)
         keys = np.empty(4 * group, np.uint64)
         rewards = np.empty(4 * group, np.float64)
@@ -165,13 +167,13 @@ def state_values_grouped(states, T, cells, win_exponent, score_rewards, after_in
                 s = states[i]
                 for a in range(4):
                     j = 4 * (i - g) + a
-                    after, reward = move_packed(s, a, rows, cols, moves)
-                    if after == s:
+                    after, reward, outcome = move_outcome(s, a, rows, cols, moves, rules)
+                    if outcome == ILLEGAL:
                         kind[j] = 0
                         continue
                     rewards[j] = float(reward) if score_rewards else 0.0
-                    if win_exponent <= 15 and max_exponent_packed(after, cells) >= win_exponent:
-                        kind[j] = 1
+                    if outcome != PLAY:
+                        kind[j] = 1 if outcome == SUCCESS else 3
                         continue
                     kind[j] = 2
                     keys[j] = canonical_packed(after, rows, cols, sym_lines, sym_bytes)
@@ -185,6 +187,8 @@ def state_values_grouped(states, T, cells, win_exponent, score_rewards, after_in
                     r = rewards[j]
                     if kind[j] == 1:
                         q[a] = r + 1.0
+                    elif kind[j] == 3:
+                        q[a] = r
                     else:
                         slot = find(a_table, a_shift, keys[j])
                         if slot < 0:

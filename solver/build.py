@@ -19,8 +19,6 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from env2048 import board as B
-
 from . import codec
 from .backward import run_backward, solve_states
 from .common import SOLVER_VERSION
@@ -136,7 +134,7 @@ class ForwardLayers:
         count = self.work.forward_count(age)
         upper = self.work.load("forward", age, "ids_upper")
         lower = self.work.load("forward", age, "ids_lower")
-        universe = codec.boards_of_age(self.spec.rows, self.spec.cols, age)
+        universe = codec.shape_universe(self.spec.rank_shape, age)
         return upper, lower, codec.low_bits_for(count.afterstates, universe)
 
     def afterstates(self, age: int) -> np.ndarray:
@@ -267,7 +265,7 @@ def build(
         t1 = time.perf_counter()
 
         start_ids, start_probs = canonical_starts(spec)
-        start_ages = {int(a) for a in B.age(start_ids, spec.rows, spec.cols)} if start_ids.size else set()
+        start_ages = {int(a) for a in spec.ages(start_ids)} if start_ids.size else set()
         if format_version == 1:
             table = TableWriterV1(out, spec, start_ids, start_probs)
         else:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import h5py
 import numpy as np
 
-from env2048 import board as B
-from env2048.tables import board_tables
+from env2048.pattern import Pattern
 
 from .kernels import TIE_TOLERANCE
 from .spec import SolveSpec
@@ -38,8 +38,9 @@ class TableReader:
         self.file = root
         self.attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in root.attrs.items()}
         a = self.attrs
+        pattern = Pattern.from_dict(json.loads(a["pattern"])) if "pattern" in a else None
         self.spec = SolveSpec(
-            int(a["rows"]), int(a["cols"]), str(a["objective"]), float(a["p4"]), str(a["spawn_model"])
+            int(a["rows"]), int(a["cols"]), str(a["objective"]), float(a["p4"]), str(a["spawn_model"]), pattern
         )
         self.ages = root["index/ages"][...]
 
@@ -98,8 +99,10 @@ def put_dataset(group: h5py.Group, name: str, data: np.ndarray) -> None:
 def root_attributes(spec: SolveSpec, counts: list[AgeCount], start_probs, start_values) -> dict:
     """The root attributes every format writes (``format_version`` aside)."""
     ages = np.array([c.age for c in counts], np.int64)
-    T = board_tables(spec.rows, spec.cols)
-    return {
+    T = spec.tables
+    group, n_sym = ("D4", 8) if spec.rows == spec.cols else ("D2", 4)
+    group = f"{group} ({n_sym} symmetries)" if T.sym_perm.shape[0] == n_sym else f"{T.sym_perm.shape[0]} of {group}'s"
+    attrs = {
         "solver_version": SOLVER_VERSION,
         "rows": spec.rows,
         "cols": spec.cols,
@@ -108,7 +111,7 @@ def root_attributes(spec: SolveSpec, counts: list[AgeCount], start_probs, start_
         "target_exponent": spec.target_exponent or 0,
         "p4": spec.p4,
         "spawn_model": spec.spawn,
-        "symmetry_group": "D4 (8 symmetries)" if spec.rows == spec.cols else "D2 (4 symmetries)",
+        "symmetry_group": group,
         "n_symmetries": int(T.sym_perm.shape[0]),
         "states": int(sum(c.states for c in counts)),
         "afterstates": int(sum(c.afterstates for c in counts)),
@@ -117,6 +120,9 @@ def root_attributes(spec: SolveSpec, counts: list[AgeCount], start_probs, start_
         "max_age": int(ages.max()) if ages.size else 0,
         "start_value": float(np.dot(start_probs, start_values)),
     }
+    if spec.pattern is not None:
+        attrs["pattern"] = spec.pattern.to_json()
+    return attrs
 
 
 class StartValues:
@@ -129,7 +135,7 @@ class StartValues:
         self.values = np.full(ids.size, np.nan)
         self._by_age: dict[int, list[int]] = {}
         for i, sid in enumerate(ids):
-            self._by_age.setdefault(int(B.age(sid, spec.rows, spec.cols)), []).append(i)
+            self._by_age.setdefault(int(spec.ages(sid)), []).append(i)
 
     def needs(self, age: int) -> bool:
         """Whether ``age`` holds start states (its writer must then pass that age's states and values)."""

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from env2048 import board as B
-
 from .forward import canonical_starts, merge_unique, spawn
 from .spec import SolveSpec
 
@@ -21,7 +19,7 @@ def derive_states(spec: SolveSpec, age: int, after_m2: np.ndarray, after_m4: np.
     if spec.spawns_four and after_m4.size:
         runs.append(spawn(after_m4, spec, two=False)[1])
     starts, _ = canonical_starts(spec)
-    at_age = starts[B.age(starts, spec.rows, spec.cols) == age] if starts.size else starts
+    at_age = starts[spec.ages(starts) == age] if starts.size else starts
     if at_age.size:
         runs.append(np.sort(at_age))
     return merge_unique(runs)

@@ -14,9 +14,6 @@ from collections.abc import Callable, Iterable
 import numpy as np
 from tqdm.auto import tqdm
 
-from env2048.board import start_states
-from env2048.tables import board_tables
-
 from .kernels import ages_of, expand_states, merge_runs, spawn_children
 from .spec import SolveSpec
 from .workdir import AgeCount
@@ -45,18 +42,18 @@ def merge_unique(runs: list[np.ndarray]) -> np.ndarray:
 
 def canonical_starts(spec: SolveSpec) -> tuple[np.ndarray, np.ndarray]:
     """``(ids uint64[m], probs float64[m])``: canonical start states that occur with positive probability."""
-    ids, probs = start_states(spec.rows, spec.cols, spec.p4, canonical_only=True)
+    ids, probs = spec.start_states(canonical_only=True)
     keep = probs > 0
     return ids[keep], probs[keep]
 
 
 def expand(states: np.ndarray, spec: SolveSpec) -> tuple[np.ndarray, int]:
     """Sorted unique canonical afterstates of ``states`` (wins left out) and the number of terminal states."""
-    T = board_tables(spec.rows, spec.cols)
+    T = spec.tables
     runs, terminal = [], 0
     for lo in range(0, states.size, BATCH):
         part = states[lo : lo + BATCH]
-        buf, starts, counts, dead = expand_states(part, T, spec.cells, spec.win_exponent, n_chunks_for(part.size))
+        buf, starts, counts, dead = expand_states(part, T, spec.cells, spec.rules, n_chunks_for(part.size))
         runs.append(merge_runs(buf, starts, counts))
         terminal += int(dead)
     return merge_unique(runs), terminal
@@ -67,7 +64,7 @@ def spawn(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Sorted unique canonical children of ``afterstates``: ``(tile-2 children, tile-4 children)`` (a kind the
     spec cannot spawn, or not asked for with ``two`` / ``four``, comes back empty)."""
-    T = board_tables(spec.rows, spec.cols)
+    T = spec.tables
     two, four = two and spec.spawns_two, four and spec.spawns_four
     twos, fours = [], []
     for lo in range(0, afterstates.size, BATCH):
@@ -90,8 +87,8 @@ class Pending:
         if ids.size and (after is None or age > after):
             self.runs.setdefault(age, []).append(ids)
 
-    def add_by_age(self, ids: np.ndarray, cells: int, after: int | None = None) -> None:
-        ages = ages_of(ids, cells)
+    def add_by_age(self, ids: np.ndarray, spec: SolveSpec, after: int | None = None) -> None:
+        ages = ages_of(ids, spec.cells) - spec.age_offset
         for age in np.unique(ages):
             self.add(int(age), ids[ages == age], after)
 
@@ -126,7 +123,7 @@ def run_forward(
     pending = Pending()
     starts, _ = canonical_starts(spec)
     last = counts[-1].age if counts else None
-    pending.add_by_age(starts, spec.cells, after=last)
+    pending.add_by_age(starts, spec, after=last)
     if last is not None:
         for c in counts:
             if c.age >= last - 2:

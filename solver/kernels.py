@@ -12,7 +12,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from env2048.kernels import age_packed, canonical_packed, max_exponent_packed, move_packed
+from env2048.kernels import age_packed, canonical_packed
+from env2048.rules import ILLEGAL, PLAY, move_outcome
 
 from . import buffers
 from .threads import run_parallel
@@ -242,14 +243,14 @@ def _concatenate_parts(lo, hi, gathered, scratch, in_scratch, offsets, out_offse
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def expand_states(states, T, cells, win_exponent, n_chunks):
+def expand_states(states, T, cells, rules, n_chunks):
     """States -> their afterstates.
 
-    ``states``: sorted unique canonical ``uint64[n]``; ``T``: the board's :class:`~env2048.tables.BoardTables`.
-    Returns ``(buf, starts, counts, n_terminal)``: sorted unique runs of canonical afterstates of legal moves (one
-    run per chunk, ``uint64`` / ``int64[n_chunks]`` / ``int64[n_chunks]``; feed them to :func:`merge_runs`) and
-    the number of terminal states (no legal move).  Afterstates holding a tile of exponent ``>= win_exponent``
-    are wins and are left out.
+    ``states``: sorted unique canonical ``uint64[n]``; ``T``: the board's :class:`~env2048.tables.BoardTables`;
+    ``rules``: the game's rules array (:mod:`env2048.rules`).  Returns ``(buf, starts, counts, n_terminal)``:
+    sorted unique runs of canonical afterstates of allowed moves (one run per chunk, ``uint64`` /
+    ``int64[n_chunks]`` / ``int64[n_chunks]``; feed them to :func:`merge_runs`) and the number of terminal states
+    (no allowed move).  Afterstates of moves that succeed or fail end the game and are left out.
 
     The one kernel still on numba's parfors (``prange``): as a serial kernel on :mod:`solver.threads` it ran
     1.3-1.5x slower here (one 4x3 layer, one thread, same inputs), worth more than its extra ~5 s of first
@@ -269,11 +270,11 @@ def expand_states(states, T, cells, win_exponent, n_chunks):
             s = states[i]
             legal = False
             for a in range(4):
-                after, _ = move_packed(s, a, rows, cols, moves)
-                if after == s:
+                after, _, outcome = move_outcome(s, a, rows, cols, moves, rules)
+                if outcome == ILLEGAL:
                     continue
                 legal = True
-                if win_exponent <= 15 and max_exponent_packed(after, cells) >= win_exponent:
+                if outcome != PLAY:
                     continue
                 buf[w] = canonical_packed(after, rows, cols, sym_lines, sym_bytes)
                 w += 1

@@ -5,9 +5,9 @@ canonical afterstates of its moves (the requests), then, once the answers come b
 :func:`state_moves` computes every move once, for both steps: the requests are its sorted unique keys, and
 :func:`state_values_from_moves` finishes from the stored keys and rewards without moving a board again.
 
-Moves of ``n`` states: ``keys uint64[n, 4]`` (the canonical afterstate of move ``a``; ``ILLEGAL`` = 0 where the
-move does not change the board or wins) and ``rewards uint32[n, 4]`` (the move's merge score, 0 under a tile
-objective; ``WIN_FLAG`` set where the move makes the goal tile).
+Moves of ``n`` states: ``keys uint64[n, 4]`` (the canonical afterstate of move ``a``; ``NO_KEY`` = 0 where the
+move is not allowed or ends the game) and ``rewards uint32[n, 4]`` (the move's merge score, 0 under a tile
+objective; ``WIN_FLAG`` set where the move succeeds, ``FAIL_FLAG`` where it fails).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from env2048.kernels import canonical_packed, max_exponent_packed, move_packed
-from env2048.tables import board_tables
+from env2048.kernels import canonical_packed
+from env2048.rules import FAILURE, ILLEGAL, SUCCESS, move_outcome
 
 from . import buffers
 from .bellman import GROUP, best_of
@@ -29,8 +29,9 @@ from .spec import SolveSpec
 from .threads import run_parallel
 from .value_index import ValueIndex, find, home_slot
 
-ILLEGAL = np.uint64(0)  # the empty board: never an afterstate
-WIN_FLAG = np.uint32(1 << 31)  # merge scores stay far below 2**31
+NO_KEY = np.uint64(0)  # the empty board: never an afterstate
+WIN_FLAG = np.uint32(1 << 31)  # merge scores stay far below 2**30
+FAIL_FLAG = np.uint32(1 << 30)
 
 
 class Moves(NamedTuple):
@@ -41,7 +42,7 @@ class Moves(NamedTuple):
 
 
 @numba.njit(cache=True, parallel=True, nogil=True)
-def _state_moves(states, T, cells, win_exponent, score_rewards, n_chunks):
+def _state_moves(states, T, rules, score_rewards, n_chunks):
     n = states.shape[0]
     rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
     keys = np.zeros((n, 4), np.uint64)
@@ -51,13 +52,16 @@ def _state_moves(states, T, cells, win_exponent, score_rewards, n_chunks):
         for i in range(bounds[ch], bounds[ch + 1]):
             s = states[i]
             for a in range(4):
-                after, reward = move_packed(s, a, rows, cols, moves)
-                if after == s:
+                after, reward, outcome = move_outcome(s, a, rows, cols, moves, rules)
+                if outcome == ILLEGAL:
                     continue
                 if score_rewards:
                     rewards[i, a] = np.uint32(reward)
-                if win_exponent <= 15 and max_exponent_packed(after, cells) >= win_exponent:
+                if outcome == SUCCESS:
                     rewards[i, a] |= WIN_FLAG
+                    continue
+                if outcome == FAILURE:
+                    rewards[i, a] |= FAIL_FLAG
                     continue
                 keys[i, a] = canonical_packed(after, rows, cols, sym_lines, sym_bytes)
     return keys, rewards
@@ -80,7 +84,7 @@ def _sorted_runs_chunks(lo, hi, keys, key_bits, bounds, buf, counts):
         w = 4 * bounds[ch]
         for i in range(bounds[ch], bounds[ch + 1]):
             for a in range(4):
-                if keys[i, a] != ILLEGAL:
+                if keys[i, a] != NO_KEY:
                     buf[w] = keys[i, a]
                     w += 1
         counts[ch] = _sort_unique_inplace(buf, 4 * bounds[ch], w, key_bits)
@@ -106,14 +110,16 @@ def _values_from_moves_chunks(lo, hi, keys, rewards, after_index, bounds, tie_re
             g_end = min(g + group, bounds[ch + 1])
             for i in range(g, g_end):
                 for a in range(4):
-                    if keys[i, a] != ILLEGAL:
+                    if keys[i, a] != NO_KEY:
                         prefetch(a_table, home_slot(keys[i, a], a_shift))
             for i in range(g, g_end):
                 for a in range(4):
                     r = rewards[i, a]
                     if r & WIN_FLAG:
                         q[a] = float(r ^ WIN_FLAG) + 1.0
-                    elif keys[i, a] == ILLEGAL:
+                    elif r & FAIL_FLAG:
+                        q[a] = float(r ^ FAIL_FLAG)
+                    elif keys[i, a] == NO_KEY:
                         q[a] = -np.inf
                     else:
                         slot = find(a_table, a_shift, keys[i, a])
@@ -127,8 +133,7 @@ def _values_from_moves_chunks(lo, hi, keys, rewards, after_index, bounds, tie_re
 
 def state_moves(spec: SolveSpec, states: np.ndarray) -> Moves:
     """Every move of ``states`` (sorted unique canonical ``uint64[n]``) of game ``spec``."""
-    T = board_tables(spec.rows, spec.cols)
-    return Moves(*_state_moves(states, T, spec.cells, spec.win_exponent, spec.objective == "score",
+    return Moves(*_state_moves(states, spec.tables, spec.rules, spec.objective == "score",
                                n_chunks_for(states.size)))  # fmt: skip
 
 

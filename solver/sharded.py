@@ -35,8 +35,6 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from env2048 import board as B
-
 from . import codec
 from .build import BuildReport
 from .common import SOLVER_VERSION
@@ -86,7 +84,7 @@ class ShardFile:
         prefix = "ids" if self.kind == "afterstates" else "states"
         upper = load_array(shard_file(self.work, "forward", self.age, self.shard, f"{prefix}_upper"))
         lower = load_array(shard_file(self.work, "forward", self.age, self.shard, f"{prefix}_lower"))
-        low_bits = codec.low_bits_for(self.n, codec.boards_of_age(spec.rows, spec.cols, self.age))
+        low_bits = codec.low_bits_for(self.n, codec.shape_universe(spec.rank_shape, self.age))
         return decode_afterstates(self.age, upper, lower, self.n, low_bits, spec)
 
 
@@ -199,7 +197,7 @@ def _write(spec: SolveSpec, out: str, count: AgeCount, afterstates, values, work
     else:
         upper = load_array(shard_file(work, "forward", count.age, 0, "ids_upper"))
         lower = load_array(shard_file(work, "forward", count.age, 0, "ids_lower"))
-        low_bits = codec.low_bits_for(count.afterstates, codec.boards_of_age(spec.rows, spec.cols, count.age))
+        low_bits = codec.low_bits_for(count.afterstates, codec.shape_universe(spec.rank_shape, count.age))
     layer = CodedLayer.encode(count, spec, upper, lower, low_bits, vals, codec.value_code_for(spec.objective))
     write_age_file(Path(out), layer)
     return {"id_bytes": int(layer.id_bytes), "value_bytes": int(layer.values.nbytes),
@@ -264,10 +262,10 @@ class ShardedBuild:
         self.held_bytes = 0
         self.loaded: dict[tuple[str, int], list] = {}  # the same, loaded again from the work directory
         self.start_ids, self.start_probs = canonical_starts(spec)
-        self.start_ages = sorted({int(a) for a in B.age(self.start_ids, spec.rows, spec.cols)})
+        self.start_ages = sorted({int(a) for a in spec.ages(self.start_ids)})
 
     def starts_at(self, age: int) -> np.ndarray:
-        return np.sort(self.start_ids[B.age(self.start_ids, self.spec.rows, self.spec.cols) == age])
+        return np.sort(self.start_ids[self.spec.ages(self.start_ids) == age])
 
     def shards_of(self, age: int) -> int:
         """Shards of an age (decided from the finished age ``age - 6``)."""

@@ -28,8 +28,6 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from env2048.tables import board_tables
-
 from .backward import CorruptLayer, solve_states
 from .bellman import GROUP, afterstate_values_grouped
 from .forward import expand, merge_unique, n_chunks_for, spawn
@@ -193,7 +191,7 @@ def values_from_children(
     spec: SolveSpec, afterstates: np.ndarray, index2: ValueIndex, index4: ValueIndex
 ) -> np.ndarray:
     """Afterstate values (``float64[n]``) from value indexes of their children's values (ages + 2, + 4)."""
-    T = board_tables(spec.rows, spec.cols)
+    T = spec.tables
     values, missing = afterstate_values_grouped(
         afterstates, T.sym_shift, T.sym_bytes, spec.p4, spec.spawn_code, index2, index4,
         n_chunks_for(afterstates.size), GROUP,

@@ -6,6 +6,10 @@ Objectives:
 * ``tile:K`` — probability of ever making the tile ``2**K`` (3 <= K <= 15).  A move that makes it is a win worth
   1; afterstates holding it are absorbing and are neither stored nor expanded, so no stored state holds it.
 
+An endgame *pattern* (:mod:`env2048.pattern`: fixed tiles, target cells) replaces ``tile:K``'s rules by its own
+(probability of success, ``K`` its target); ``tile:K`` is the pattern with no fixed cell and every cell a target,
+and both reach the kernels as one rules array (:mod:`env2048.rules`).
+
 Spawn models (who places the new tile after a move):
 
 * ``random`` — the game: a uniformly random empty cell, a 2 with probability 1 - p4, a 4 with p4;
@@ -17,10 +21,17 @@ Spawn models (who places the new tile after a move):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
+import numpy as np
+
+from env2048 import board as B
 from env2048.board import check_p4
+from env2048.pattern import Pattern
+from env2048.rules import plain_rules
 from env2048.shape import MAX_PACKED_EXPONENT, check_packable, parse_board
+from env2048.tables import BoardTables, board_tables
 
 SPAWN_MODELS = ("random", "adversarial", "optimistic", "pessimistic")
 #: ``win_exponent`` of the score objective: no packed board can hold the tile 2**16, so nothing ever wins.
@@ -37,6 +48,7 @@ class SolveSpec:
     objective: str = "score"
     p4: float = 0.1
     spawn: str = "random"
+    pattern: Pattern | None = None
 
     @classmethod
     def parse(cls, board: str, objective: str = "score", p4: float = 0.1, spawn: str = "random") -> SolveSpec:
@@ -47,6 +59,15 @@ class SolveSpec:
             raise ValueError(f"unknown spawn model {spawn!r}; choose one of {', '.join(SPAWN_MODELS)}")
         objective = normalise_objective(objective)
         return cls(rows, cols, objective, p4, spawn)
+
+    @classmethod
+    def for_pattern(cls, pattern: Pattern, p4: float | None = None, spawn: str = "random") -> SolveSpec:
+        """The solve of an endgame pattern: probability of success (objective ``tile:K``, K its target), ``p4``
+        from the argument, else the pattern's, else 0.1."""
+        if spawn not in SPAWN_MODELS:
+            raise ValueError(f"unknown spawn model {spawn!r}; choose one of {', '.join(SPAWN_MODELS)}")
+        p4 = check_p4(p4 if p4 is not None else pattern.p4 if pattern.p4 is not None else 0.1)
+        return cls(pattern.rows, pattern.cols, f"tile:{pattern.target}", p4, spawn, pattern)
 
     @property
     def board(self) -> str:
@@ -81,11 +102,60 @@ class SolveSpec:
         """Whether a 4 can spawn (p4 > 0)."""
         return self.p4 > 0.0
 
+    @property
+    def rules(self) -> np.ndarray:
+        """The rules array the kernels play by (:mod:`env2048.rules`): the pattern's, or the plain game's."""
+        return self.pattern.rules if self.pattern is not None else _plain_rules(self.cells, self.target_exponent)
+
+    @property
+    def tables(self) -> BoardTables:
+        """The board's lookup tables, with the pattern's symmetry group if there is a pattern."""
+        return self.pattern.tables if self.pattern is not None else board_tables(self.rows, self.cols)
+
+    @property
+    def rank_shape(self):
+        """What format v2's board ranks code (:class:`solver.codec.RankShape`): every cell, or a pattern's free
+        cells."""
+        from .codec import pattern_rank_shape, plain_rank_shape
+
+        if self.pattern is None:
+            return plain_rank_shape(self.rows, self.cols)
+        return pattern_rank_shape(self.rows, self.cols, self.pattern.fixed_cells, self.tables.sym_perm)
+
+    @property
+    def age_offset(self) -> int:
+        """Tile sum of the fixed cells (0 without a pattern): a board's age is its tile sum minus this."""
+        return self.pattern.age_offset if self.pattern is not None else 0
+
+    @property
+    def empty_board(self) -> np.uint64:
+        """The board before the two start spawns: the fixed tiles (the empty board without a pattern)."""
+        return self.pattern.fixed_board if self.pattern is not None else np.uint64(0)
+
+    def ages(self, ids):
+        """Age of each packed board (``int64``, the sum of its free tiles), like ``ids``."""
+        return B.age(ids, self.rows, self.cols) - self.age_offset
+
+    def start_states(self, canonical_only: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids uint64[m], probs float64[m])``: the start distribution (two spawns on the empty board, or on the
+        pattern's fixed tiles), canonical under the game's symmetries if ``canonical_only``."""
+        return B.start_states(self.rows, self.cols, self.p4, canonical_only, self.empty_board, self.tables.sym_perm)
+
     def describe(self) -> str:
+        if self.pattern is not None:
+            return f"{self.pattern.describe()} (spawn {self.spawn}, p4={self.p4:g})"
         return f"{self.board} {self.objective} (spawn {self.spawn}, p4={self.p4:g})"
 
     def as_dict(self) -> dict:
-        return {"rows": self.rows, "cols": self.cols, "objective": self.objective, "p4": self.p4, "spawn": self.spawn}
+        out = {"rows": self.rows, "cols": self.cols, "objective": self.objective, "p4": self.p4, "spawn": self.spawn}
+        if self.pattern is not None:
+            out["pattern"] = self.pattern.to_dict()
+        return out
+
+
+@functools.cache
+def _plain_rules(cells: int, target_exponent: int | None) -> np.ndarray:
+    return plain_rules(cells, target_exponent)
 
 
 def normalise_objective(objective: str) -> str:

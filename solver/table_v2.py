@@ -73,7 +73,7 @@ class CodedLayer:
     def from_codes(cls, count: AgeCount, spec: SolveSpec, upper, lower, low_bits, words, value_code: str,
                    value_bits: int, value_base: int):  # fmt: skip
         """An age from its coded IDs and its already coded values."""
-        universe = codec.boards_of_age(spec.rows, spec.cols, count.age)
+        universe = codec.shape_universe(spec.rank_shape, count.age)
         return cls(count.age, count.terminal, count.afterstates, universe, low_bits,
                    codec.upper_bits_for(count.afterstates, universe, low_bits), upper, lower, words, value_code,
                    value_bits, value_base)  # fmt: skip
@@ -102,16 +102,14 @@ class CodedLayer:
 
 def encode_afterstates(age: int, afterstates: np.ndarray, spec: SolveSpec) -> tuple[np.ndarray, np.ndarray, int]:
     """``(upper, lower, low_bits)``: Elias-Fano code of the ranks of sorted canonical afterstates of one age."""
-    P = codec.prefix_tables(spec.rows, spec.cols, age)
-    ranks = codec.ranks_of(afterstates, age // 2, P, spec.cells)
-    return codec.ef_encode(ranks, codec.boards_of_age(spec.rows, spec.cols, age))
+    shape = spec.rank_shape
+    return codec.ef_encode(codec.shape_ranks(shape, afterstates, age), codec.shape_universe(shape, age))
 
 
 def decode_afterstates(age: int, upper, lower, n: int, low_bits: int, spec: SolveSpec) -> np.ndarray:
     """Inverse of :func:`encode_afterstates`: the sorted canonical afterstate IDs (``uint64[n]``) of one age."""
     ranks = codec.ef_decode(upper, lower, n, low_bits)
-    C, orbit = codec.rank_tables(spec.rows, spec.cols, age)
-    return codec.boards_of_ranks(ranks, age // 2, C, orbit, spec.cells)
+    return codec.shape_boards(spec.rank_shape, ranks, age)
 
 
 class TableWriterV2:

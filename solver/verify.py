@@ -15,6 +15,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from env2048 import board as B
+from env2048.rules import FAILURE, ILLEGAL, SUCCESS, reference_outcome
 
 from .common import tie_tolerance
 from .store import Table, board_text
@@ -59,6 +60,16 @@ def _aggregate(spawn: str, p4: float, v2: list[float], v4: list[float]) -> float
     return (1 - p4) * (pick(v2) if v2 else 0.0) + p4 * (pick(v4) if v4 else 0.0)
 
 
+def canonical_with(ids, rows: int, cols: int, sym_perm: np.ndarray):
+    """Canonical form (minimum ID over the symmetries ``sym_perm``, e.g. a pattern's subgroup) in numpy: a board
+    or ``uint64[n]``."""
+    arr = np.asarray(ids, np.uint64)
+    flat = B.unpack(arr.reshape(-1), rows, cols).reshape(arr.size, rows * cols)
+    images = np.stack([B.pack(flat[:, perm].reshape(-1, rows, cols)) for perm in sym_perm])
+    out = images.min(axis=0)
+    return np.uint64(out[0]) if arr.ndim == 0 else out
+
+
 def verify_table(path, samples: int = 1000, seed: int = 0, progress: bool = True, ages: int | None = None):
     """Checksums of every dataset, the structure of each layer, Bellman residuals of ``samples`` random states
     and afterstates, and the start values.  ``ages``: check the layers of only that many ages, drawn at random
@@ -68,6 +79,11 @@ def verify_table(path, samples: int = 1000, seed: int = 0, progress: bool = True
     with Table(path) as table:
         spec = table.spec
         rows, cols = spec.rows, spec.cols
+        sym_perm = spec.tables.sym_perm
+
+        def canonical_of(ids):
+            return canonical_with(ids, rows, cols, sym_perm)
+
         report.bad_checksums = table.bad_checksums()
         report.layer_errors += [f"age {a} is in the index but missing from the table" for a in table.missing_ages()]
         if report.layer_errors:
@@ -102,12 +118,12 @@ def verify_table(path, samples: int = 1000, seed: int = 0, progress: bool = True
                     report.layer_errors.append(f"age {c.age}: {ids.size} {name}, index says {getattr(c, name)}")
                 if ids.size > 1 and not np.all(ids[1:] > ids[:-1]):
                     report.layer_errors.append(f"age {c.age}: {name} are not sorted and unique")
-                if ids.size and np.any(B.canonical(ids, rows, cols) != ids):
+                if ids.size and np.any(canonical_of(ids) != ids):
                     report.layer_errors.append(f"age {c.age}: some {name} are not canonical")
 
         sizes = np.array([c.states + c.afterstates for c in counts], float)
         picks = rng.choice(len(counts), size=samples, p=sizes / sizes.sum()) if samples and sizes.sum() else []
-        win = spec.win_exponent
+        rules = spec.rules
         score = spec.objective == "score"
         for pick in tqdm(sorted(picks), desc="verify", disable=not progress, unit=" samples"):
             c = counts[int(pick)]
@@ -120,14 +136,17 @@ def verify_table(path, samples: int = 1000, seed: int = 0, progress: bool = True
                     qs = []
                     for a in range(4):
                         after, reward = B.move(s, a, rows, cols)
-                        if after == s:
+                        outcome = reference_outcome(s, after, rules)
+                        if outcome == ILLEGAL:
                             qs.append(None)
                             continue
                         r = float(reward) if score else 0.0
-                        if B.max_exponent_of(after, rows, cols) >= win:
+                        if outcome == SUCCESS:
                             qs.append(r + 1.0)
+                        elif outcome == FAILURE:
+                            qs.append(r)
                         else:
-                            ca = B.canonical(after, rows, cols)
+                            ca = canonical_of(after)
                             qs.append(r + lookup(lay["afterstates"], lay["afterstate_values"], ca, "afterstate"))
                     legal = [q for q in qs if q is not None]
                     expected = max(legal) if legal else 0.0
@@ -152,7 +171,7 @@ def verify_table(path, samples: int = 1000, seed: int = 0, progress: bool = True
                         if (tile == 1 and not spec.spawns_two) or (tile == 2 and not spec.spawns_four):
                             continue
                         nxt = layer(c.age + (2 if tile == 1 else 4))
-                        v = lookup(nxt["states"], nxt["state_values"], B.canonical(child, rows, cols), "state")
+                        v = lookup(nxt["states"], nxt["state_values"], canonical_of(child), "state")
                         (v2 if tile == 1 else v4).append(v)
                     expected = _aggregate(spec.spawn, spec.p4, v2, v4)
                     got = float(lay["afterstate_values"][i])
@@ -168,7 +187,7 @@ def verify_table(path, samples: int = 1000, seed: int = 0, progress: bool = True
 
         ids, probs, values = table.start()
         for sid, v in zip(ids, values, strict=True):
-            lay = layer(B.age(sid, rows, cols))
+            lay = layer(int(spec.ages(sid)))
             try:
                 stored = lookup(lay["states"], lay["state_values"], sid, "start state")
             except KeyError as exc:

@@ -11,6 +11,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from env2048.rules import plain_rules
 from env2048.tables import board_tables
 from solver import value_index as VI
 from solver.bellman import afterstate_values_grouped, state_values_grouped
@@ -155,12 +156,12 @@ def test_state_values_grouped_matches_reference(cases, score, win_exponent, grou
         expected_best.append(sum(1 << a for a in range(4) if q[a] >= top - tol))
     T = board_tables(rows, cols)
     index = _index_of(after_values) if after_values else build_value_index(np.empty(0, np.uint64), np.empty(0))
-    values, best, missing = state_values_grouped(states, T, rows * cols, win_exponent, score, index, 2, 1e-12, 0.0,
-                                                 group)  # fmt: skip
+    rules = plain_rules(rows * cols, win_exponent if win_exponent <= 15 else None)
+    values, best, missing = state_values_grouped(states, T, rules, score, index, 2, 1e-12, 0.0, group)
     assert missing == -1
     assert values.tolist() == expected_values and best.tolist() == expected_best
     # the sharded backend's two steps: moves computed once, their afterstates requested, the max from the moves
-    moves = Moves(*_state_moves(states, T, rows * cols, win_exponent, score, 2))
+    moves = Moves(*_state_moves(states, T, rules, score, 2))
     assert afterstates_of(moves, rows * cols).tolist() == sorted(after_values)
     values, best, missing = state_values_from_moves(moves, index, (1e-12, 0.0))
     assert missing == -1
@@ -174,7 +175,8 @@ def test_grouped_kernels_report_a_missing_child():
     _, missing = afterstate_values_grouped(after, T.sym_shift, T.sym_bytes, 0.1, RANDOM, empty, empty, 1, 4)
     assert missing == 0
     state = np.array([naive.canonical([[1, 0, 1], [0, 0, 0]])], np.uint64)
-    _, _, missing = state_values_grouped(state, T, 6, 16, True, empty, 1, 1e-12, 0.0, 4)
+    rules = plain_rules(6, None)
+    _, _, missing = state_values_grouped(state, T, rules, True, empty, 1, 1e-12, 0.0, 4)
     assert missing == 0
-    _, _, missing = state_values_from_moves(Moves(*_state_moves(state, T, 6, 16, True, 1)), empty)
+    _, _, missing = state_values_from_moves(Moves(*_state_moves(state, T, rules, True, 1)), empty)
     assert missing == 0

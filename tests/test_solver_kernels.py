@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from env2048 import board as B
+from env2048.rules import plain_rules
 from env2048.tables import board_tables
 from solver.forward import n_chunks_for
 from solver.kernels import (
@@ -58,7 +59,8 @@ def test_expand_states_matches_reference(cases):
     grids = [g for r, c, g in cases if (r, c) == (rows, cols)]
     states = np.unique(np.array([naive.canonical(g) for g in grids], np.uint64))
     T = board_tables(rows, cols)
-    buf, starts, counts, terminal = expand_states(states, T, rows * cols, 16, n_chunks_for(states.size))
+    rules = plain_rules(rows * cols, None)
+    buf, starts, counts, terminal = expand_states(states, T, rows * cols, rules, n_chunks_for(states.size))
     got = merge_runs(buf, starts, counts)
     expected, dead = set(), 0
     for s in states:
