@@ -36,7 +36,7 @@ class RandomAgent(Agent):
 
 
 class GreedyAgent(Agent):
-    """The legal move with the largest merge reward; ties go to the first of LEFT, UP, RIGHT, DOWN.
+    """The allowed move with the largest merge reward; ties go to the first of LEFT, UP, RIGHT, DOWN.
     Deterministic (the seed is accepted for a uniform interface and unused)."""
 
     name = "greedy"
@@ -51,9 +51,10 @@ class GreedyAgent(Agent):
         ids = B.pack(boards.reshape(-1, rows, cols).astype(np.uint8))
         best_reward = np.full(ids.size, -1, np.int64)
         best = np.zeros(ids.size, np.int64)
+        allowed = np.asarray(masks, bool).reshape(ids.size, 4)  # an endgame pattern allows fewer moves than B.move
         for a in PREFERENCE:
             after, reward = B.move(ids, a, rows, cols)
-            better = (after != ids) & (reward > best_reward)
+            better = (after != ids) & allowed[:, a] & (reward > best_reward)
             best_reward[better] = reward[better]
             best[better] = a
         return best

@@ -15,6 +15,7 @@ from gymnasium.envs.registration import register, registry
 
 from . import board
 from .env import Game2048Env, IllegalActionError
+from .pattern import Pattern, builtin_names, load_pattern
 from .shape import ACTION_NAMES, DOWN, LEFT, RIGHT, UP, check_shape, parse_board
 from .tables import board_tables
 from .vector import Game2048VectorEnv
@@ -22,18 +23,22 @@ from .vector import Game2048VectorEnv
 __all__ = [
     "ACTION_NAMES",
     "DOWN",
+    "ENDGAME_IDS",
     "Game2048Env",
     "Game2048VectorEnv",
     "IllegalActionError",
     "LEFT",
     "OPTIMAL_SCORE",
     "OPTIMAL_SCORE_4X3_TWO_TWOS",
+    "Pattern",
     "RIGHT",
     "REGISTERED_IDS",
     "UP",
     "board",
     "board_tables",
+    "builtin_names",
     "check_shape",
+    "load_pattern",
     "parse_board",
 ]
 
@@ -64,3 +69,11 @@ for _id, _kwargs in REGISTERED_IDS.items():
     if _id not in registry:
         entry = _SOLVED_ENTRY if _id.startswith("Solved2048") else _ENTRY
         register(id=_id, entry_point=entry, vector_entry_point=_VECTOR_ENTRY, kwargs=dict(_kwargs))
+
+#: Endgame patterns (docs/endgame.md): "Endgame2048-v0" takes ``pattern`` (a built-in name, a JSON file or a
+#: Pattern), ``target`` and optionally ``oracle_table``; the named ids fix a built-in pattern and default to T = 512.
+ENDGAME_IDS = {"Endgame2048-v0": {}, **{f"Endgame2048-{name}-v0": {"pattern": name, "target": 512}
+                                       for name in builtin_names()}}  # fmt: skip
+for _id, _kwargs in ENDGAME_IDS.items():
+    if _id not in registry:
+        register(id=_id, entry_point="oracle.wrapper:make_endgame_env", kwargs=dict(_kwargs))

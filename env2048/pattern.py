@@ -289,9 +289,9 @@ def _symmetries(p: Pattern) -> tuple[int, ...]:
 # ---------------------------------------------------------------------- the community's patterns
 
 #: Built-in patterns on the 4x4 board, from the 2048 community's endgame tables (game-difficulty/
-#: 2048EndgameTablebase, whose names they keep; see docs/endgame.md).  ``F`` marks a fixed cell; fixed tiles get
-#: the chain 2T, 4T, ... in the order of their digit (1 = 2T), capped at 32768: their values never change
-#: play (they never merge), the chain only makes the boards look like the real endgame.
+#: 2048EndgameTablebase, whose names, fixed cells and target cells they keep; see docs/endgame.md).  A digit marks
+#: a fixed cell; fixed tiles get the chain 2T, 4T, ... in the order of their digit (1 = 2T), capped at 32768: their
+#: values never change play (they never merge), the chain only makes the boards look like the real endgame.
 BUILTIN_LAYOUTS = {
     # free cells per row 4, 4, 1, 1: the outer L (top row and left column) plus three cells
     "L3": (". . . .", ". . . .", ". 4 5 6", ". 3 2 1"),
@@ -299,6 +299,12 @@ BUILTIN_LAYOUTS = {
     "442": (". . . .", ". . . .", ". t 1 2", "6 5 4 3"),
     # 2, 4, 2, 2 free cells per column: a T of free cells with target cells at its joints
     "t": (". . . .", ". . t t", "5 t 1 2", "6 t 4 3"),
+    # 12 free cells.  LL (4, 4, 2, 2 per row): the outer and the inner L around a 2x2 block
+    "LL": (". . . .", ". . t t", ". t 1 2", ". t 4 3"),
+    # 4431: four fixed tiles, the next one made beside them
+    "4431": (". . . .", ". . . .", ". . t 1", ". 4 3 2"),
+    # 444: one fixed row
+    "444": (". . . .", ". . . .", ". t t .", "4 3 2 1"),
 }
 
 

@@ -2,6 +2,10 @@
 
     python -m experiments.benchmark --board 3x3 --agents random,greedy,expectimax:2,td:PATH \\
         --episodes 1000 --seed 0 --out results/
+    python -m experiments.benchmark --pattern L3 --target 512 --table tables/L3-512 --agents random,greedy,optimal
+
+An endgame pattern (docs/endgame.md) is benchmarked on its table: the score is the success rate, the regret is in
+probability of success, and the files go to ``OUT/PATTERN-T/``.
 
 Agents: see ``agents.registry`` (``random``, ``greedy``, ``optimal``, ``expectimax:D[:PATH]``, ``td:PATH``,
 ``ppo:PATH``, or ``package.module:factory``).  Writes ``OUT/BOARD/benchmark.{md,csv,json}``, the optimality gap
@@ -24,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from agents.registry import USAGE, make_agent
+from env2048.pattern import load_pattern
 from env2048.shape import parse_board
 from oracle import Oracle
 from oracle.agent import as_agent
@@ -190,13 +195,20 @@ def write_replays(oracle: Oracle, report, spec, k: int, path) -> list[int]:
     return chosen
 
 
-def run(board: str, specs: list, episodes: int = 1000, seed: int = 0, out="results", exact: str = "auto",
-        table=None, progress: bool = True, replays: int = 0) -> dict:  # fmt: skip
-    """Benchmark ``specs`` (spec strings, agent objects or trained SB3 models) on ``board``; writes the files (see
-    the module docstring) and returns the result.
+def run(board: str | None, specs: list, episodes: int = 1000, seed: int = 0, out="results", exact: str = "auto",
+        table=None, progress: bool = True, replays: int = 0, pattern=None,
+        target: int | None = None) -> dict:  # fmt: skip
+    """Benchmark ``specs`` (spec strings, agent objects or trained SB3 models) on ``board``, or on the endgame
+    ``pattern`` (a built-in name, a JSON file or a Pattern; with ``target``) whose ``table`` is given; writes the
+    files (see the module docstring) and returns the result.
     ``replays`` > 0 also writes ``replay-LABEL.html`` per agent with that many of its games (worst first)."""
     import matplotlib.pyplot as plt
 
+    if pattern is not None:
+        pattern = load_pattern(pattern, target)
+        board = f"{pattern.rows}x{pattern.cols}"
+    elif board is None:
+        raise ValueError("give a board, or a pattern with its table")
     rows, cols = parse_board(board)
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
@@ -209,11 +221,16 @@ def run(board: str, specs: list, episodes: int = 1000, seed: int = 0, out="resul
     labels = [label_of(s) for s in specs]
     if len(set(labels)) != len(labels):
         raise ValueError(f"two agents have the same label in {labels}: give distinct specs")
-    oracle = shared_oracle(f"{rows}x{cols}", table=table)
-    out_dir = Path(out) / oracle.spec.board
+    if pattern is None:
+        oracle = shared_oracle(f"{rows}x{cols}", table=table)
+        name = oracle.spec.board
+    else:
+        oracle = pattern_oracle(pattern, table)
+        name = f"{pattern.name}-{pattern.target_tile}"
+    out_dir = Path(out) / name
     out_dir.mkdir(parents=True, exist_ok=True)
     result = {
-        "protocol_version": PROTOCOL_VERSION, "board": oracle.spec.board, "objective": oracle.spec.objective,
+        "protocol_version": PROTOCOL_VERSION, "board": name, "objective": oracle.spec.objective,
         "p4": oracle.spec.p4, "optimal_value": oracle.start_value, "episodes": episodes, "seed": seed,
         "table": str(oracle.path), "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()} {platform.system()}, Python {platform.python_version()}",
@@ -230,6 +247,8 @@ def run(board: str, specs: list, episodes: int = 1000, seed: int = 0, out="resul
         if progress:
             exact_note = "" if row["exact_value"] is None else f"; exact V^pi {row['exact_value']:.2f}"
             print(f"{row['label']}: {report.summary()}{exact_note}", flush=True)
+    if pattern is not None:
+        result["pattern"] = pattern.to_dict()
     (out_dir / "benchmark.json").write_text(json.dumps(result, indent=1) + "\n")
     with open(out_dir / "benchmark.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=COLUMNS, extrasaction="ignore")
@@ -238,6 +257,20 @@ def run(board: str, specs: list, episodes: int = 1000, seed: int = 0, out="resul
     (out_dir / "benchmark.md").write_text(markdown_table(result))
     plot_gap_by_age(result, out_dir / "gap-by-age.png")
     return result
+
+
+def pattern_oracle(pattern, table) -> Oracle:
+    """The oracle of an endgame pattern's table, checked to solve that pattern."""
+    if table is None:
+        raise ValueError(f"{pattern.describe()}: give its table (python -m solver build --pattern ... --out DIR), "
+                         "--table DIR")  # fmt: skip
+    oracle = Oracle.open(table)
+    theirs = oracle.spec.pattern
+    if theirs is None or theirs.rules.tolist() != pattern.rules.tolist():
+        found = oracle.spec.describe()
+        oracle.close()
+        raise ValueError(f"{table} solves {found}, not {pattern.describe()}")
+    return oracle
 
 
 def main(argv=None) -> None:
@@ -254,11 +287,14 @@ def main(argv=None) -> None:
     parser.add_argument("--replays", type=int, default=0, help="also write replay-LABEL.html per agent with "
                         "this many of its games: 1 = the worst by regret, 2 = + the median, 3+ = worst to "
                         "best")  # fmt: skip
+    parser.add_argument("--pattern", default=None, help="an endgame pattern (built-in name or JSON file) instead "
+                        "of a board; needs --table")  # fmt: skip
+    parser.add_argument("--target", type=int, default=None, help="the pattern's target tile (e.g. 512)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     specs = [s.strip() for s in args.agents.split(",") if s.strip()]
-    result = run(args.board, specs, args.episodes, args.seed, args.out, args.exact, args.table, not args.quiet,
-                 args.replays)  # fmt: skip
+    result = run(None if args.pattern else args.board, specs, args.episodes, args.seed, args.out, args.exact,
+                 args.table, not args.quiet, args.replays, args.pattern, args.target)  # fmt: skip
     out_dir = Path(args.out) / result["board"]
     print("\n" + markdown_table(result))
     replays = " and replay-*.html" if args.replays else ""

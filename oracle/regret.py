@@ -131,7 +131,12 @@ class _AgeStats:
 
 
 def game_env(spec) -> Game2048Env:
-    """The env that plays ``spec``'s game (shape, p4, and the goal tile of ``tile:K``); illegal moves raise."""
+    """The env that plays ``spec``'s game (shape, p4, and the goal tile of ``tile:K``, or the endgame pattern);
+    illegal moves raise."""
+    if spec.pattern is not None:
+        from env2048.endgame import Endgame2048Env
+
+        return Endgame2048Env(spec.pattern, p4=spec.p4, invalid_action="raise")
     goal = None if spec.target_exponent is None else 1 << spec.target_exponent
     return Game2048Env(spec.rows, spec.cols, p4=spec.p4, goal_tile=goal, invalid_action="raise")
 
@@ -142,11 +147,12 @@ def play_game(env: Game2048Env, decide, seed: int, oracle=None, stats: _AgeStats
 
     With an ``oracle`` every move is priced (regret = max Q − Q(move), 0 for a move optimal within the tie
     tolerance) and added to ``stats``.  ``trace`` records the moves; ``actions`` (a list) gets the actions.
-    Returns ``(outcome, total regret)``: the outcome is the final score, or for a goal tile 1.0 if it was made,
-    else 0.0; the regret is 0 without an oracle.
+    Returns ``(outcome, total regret)``: the outcome is the final score, or for a goal tile (or an endgame
+    pattern) 1.0 if it was made, else 0.0; the regret is 0 without an oracle.
     """
     obs, info = env.reset(seed=seed)
-    goal = env.unwrapped.goal_tile
+    pattern = getattr(env.unwrapped, "pattern", None)
+    goal = None if pattern is not None else env.unwrapped.goal_tile
     total = 0.0
     done = False
     while not done and info["action_mask"].any():

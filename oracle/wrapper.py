@@ -107,3 +107,17 @@ def make_solved_env(rows: int, cols: int, oracle: bool = True, oracle_table=None
             )
         return env
     return OracleWrapper(env, shared_oracle(f"{rows}x{cols}", env.p4, oracle_table))
+
+
+def make_endgame_env(pattern="L3", target: int | None = None, oracle_table=None, **kwargs):
+    """The ``Endgame2048-*`` ids' factory: :class:`env2048.endgame.Endgame2048Env` with the oracle of
+    ``oracle_table`` (a table of the same pattern, opened here) when one is given."""
+    from env2048.endgame import Endgame2048Env
+
+    oracle = Oracle.open(oracle_table) if oracle_table is not None else None
+    try:
+        return Endgame2048Env(pattern, target, oracle=oracle, **kwargs)
+    except Exception:
+        if oracle is not None:
+            oracle.close()
+        raise

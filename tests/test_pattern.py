@@ -50,9 +50,11 @@ def test_pattern_files_and_builtins_load(tmp_path):
     assert p.name == "mine" and p.target_tile == 16 and p.conditions == (((6, 4),),)
     assert Pattern.from_dict(p.to_dict()) == p
     assert load_pattern(path, target=32).target_tile == 32
+    free = {"L3": 10, "442": 10, "t": 10, "LL": 12, "4431": 12, "444": 12}  # docs/endgame.md
+    assert set(builtin_names()) == set(free)
     for name in builtin_names():
         b = builtin_pattern(name, 512)
-        assert len(b.free_cells) == 10 and all(e > 9 for _, e in b.fixed)
+        assert len(b.free_cells) == free[name] and all(e > 9 for _, e in b.fixed)
         assert Pattern.from_dict(b.to_dict()) == b
     with pytest.raises(PatternError, match="needs a target tile"):
         load_pattern("L3")
