@@ -31,7 +31,9 @@ class NaivePattern:
         self.success_first = data.get("precedence", "success") == "success"
         sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
         self.state_value = functools.cache(self._state_value)
-        self.afterstate_value = functools.cache(self._afterstate_value)
+        self.afterstate_value = functools.cache(lambda board: self.spawn_average(board, self.state_value))
+        self.random_state_value = functools.cache(self._random_state_value)
+        self.random_afterstate_value = functools.cache(lambda board: self.spawn_average(board, self.random_state_value))
 
     def outcome(self, grid, after) -> str:
         """'illegal', 'play', 'success' or 'failure' of the move from ``grid`` to ``after``."""
@@ -43,8 +45,9 @@ class NaivePattern:
             return "success"
         return "failure" if lost else "play"
 
-    def q_values(self, board) -> list[float | None]:
-        """Probability of success after each action under optimal play, None where the move is not allowed."""
+    def move_values(self, board, afterstate_value) -> list[float | None]:
+        """Each action's value: None where the move is not allowed, 1 / 0 where it succeeds / fails, else
+        ``afterstate_value`` of the board it leaves."""
         grid = [list(row) for row in board]
         out = []
         for action in range(4):
@@ -52,19 +55,27 @@ class NaivePattern:
             kind = self.outcome(grid, after)
             if kind == "illegal":
                 out.append(None)
-            elif kind == "success":
-                out.append(1.0)
-            elif kind == "failure":
-                out.append(0.0)
+            elif kind in ("success", "failure"):
+                out.append(float(kind == "success"))
             else:
-                out.append(self.afterstate_value(tuple(map(tuple, after))))
+                out.append(afterstate_value(tuple(map(tuple, after))))
         return out
+
+    def q_values(self, board) -> list[float | None]:
+        """Probability of success after each action under optimal play, None where the move is not allowed."""
+        return self.move_values(board, self.afterstate_value)
 
     def _state_value(self, board) -> float:
         allowed = [q for q in self.q_values(board) if q is not None]
         return max(allowed) if allowed else 0.0
 
-    def _afterstate_value(self, board) -> float:
+    def _random_state_value(self, board) -> float:
+        """Probability of success of the uniformly random allowed move, from here on."""
+        allowed = [q for q in self.move_values(board, self.random_afterstate_value) if q is not None]
+        return sum(allowed) / len(allowed) if allowed else 0.0
+
+    def spawn_average(self, board, state_value) -> float:
+        """The spawn's expectation of ``state_value`` after the move that left ``board``."""
         empties = [(r, c) for r, c in self.free if board[r][c] == 0]
         total = 0.0
         for r, c in empties:
@@ -73,7 +84,7 @@ class NaivePattern:
                     continue
                 child = [list(row) for row in board]
                 child[r][c] = exponent
-                total += p * self.state_value(tuple(map(tuple, child)))
+                total += p * state_value(tuple(map(tuple, child)))
         return total / len(empties)
 
     def fixed_grid(self) -> list[list[int]]:
@@ -99,8 +110,10 @@ class NaivePattern:
                         out[key] = out.get(key, 0.0) + p1 / len(self.free) * p2 / (len(self.free) - 1)
         return out
 
-    def start_value(self) -> float:
-        return sum(p * self.state_value(board) for board, p in self.starts().items())
+    def start_value(self, random_policy: bool = False) -> float:
+        """Probability of success from the start, under optimal play or the uniformly random allowed move."""
+        value = self.random_state_value if random_policy else self.state_value
+        return sum(p * value(board) for board, p in self.starts().items())
 
     def reachable_states(self) -> set[tuple]:
         """Every state reachable from the start (raw boards), games that ended not expanded."""

@@ -73,38 +73,10 @@ def test_a_table_of_another_pattern_is_refused(corner_table):
 def test_regret_and_exact_evaluation_work_on_a_pattern(corner_table):
     """Regret in probability of success, and the exact success probability of a policy, on a pattern table: the
     random policy's against the brute force's, the optimal policy's against the table's start value."""
-    import functools
-
     from agents.simple import OptimalAgent, RandomAgent
     from oracle.oracle import Oracle
 
-    import naive
-
-    nv = NaivePattern(CORNER)
-
-    @functools.cache
-    def random_value(board) -> float:  # V of the uniformly random allowed move, by brute force
-        grid = [list(row) for row in board]
-        qs = []
-        for action in range(4):
-            after, _ = naive.move(grid, action)
-            kind = nv.outcome(grid, after)
-            if kind == "illegal":
-                continue
-            if kind in ("success", "failure"):
-                qs.append(float(kind == "success"))
-                continue
-            empties = [(r, c) for r, c in nv.free if after[r][c] == 0]
-            total = 0.0
-            for r, c in empties:
-                for e, p in ((1, 0.9), (2, 0.1)):
-                    child = [row[:] for row in after]
-                    child[r][c] = e
-                    total += p * random_value(tuple(map(tuple, child)))
-            qs.append(total / len(empties))
-        return sum(qs) / len(qs) if qs else 0.0
-
-    expected = sum(p * random_value(b) for b, p in nv.starts().items())
+    expected = NaivePattern(CORNER).start_value(random_policy=True)
     with Oracle.open(corner_table) as oracle:
         report = oracle.regret(RandomAgent(seed=0), episodes=30, progress=False)
         assert 0.0 <= report.mean_score <= 1.0 and report.mean_regret > 0 and report.moves > 30
