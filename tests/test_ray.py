@@ -101,3 +101,17 @@ def test_cli_refuses_a_table_file_on_ray(tmp_path):
                           "--out", str(tmp_path / "t.h5")], capture_output=True, text=True)  # fmt: skip
     assert run.returncode == 2
     assert "--backend ray" in run.stderr
+
+
+def test_a_pattern_builds_on_ray_like_the_local_build(ray_local, tmp_path):
+    """An endgame pattern (docs/endgame.md) on Ray: the spec with its pattern travels to the tasks, and the
+    table is the local build's, bit for bit."""
+    from env2048.pattern import Pattern
+    from solver.build import build
+    from solver.spec import SolveSpec
+
+    pattern = Pattern.from_dict({"rows": 3, "cols": 3, "grid": [". . .", ". . .", ". . 256"], "target": 16})
+    spec = SolveSpec.for_pattern(pattern)
+    build(spec, tmp_path / "local", progress=False, layout="directory")
+    build_sharded(RayEngine(), spec, tmp_path / "ray", 2, progress=False, shard_min=0)
+    assert checksums(tmp_path / "ray") == checksums(tmp_path / "local")
