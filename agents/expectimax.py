@@ -233,4 +233,9 @@ class ExpectimaxAgent(Agent):
         boards = np.asarray(boards)
         ids = np.atleast_1d(np.asarray(B.pack(boards.reshape(-1, self.rows, self.cols).astype(np.uint8)), np.uint64))
         out, self._gen = _decide_many(ids, self.depth, *self._args(), *self._cache(), self._gen)
+        masks = np.asarray(masks, bool).reshape(ids.size, 4)
+        for i in np.flatnonzero(~masks[np.arange(ids.size), out] & masks.any(axis=1)):
+            # an endgame pattern forbids moves the plain rules allow: the best of the allowed ones
+            q = self.q_values(boards.reshape(-1, self.rows, self.cols)[i])
+            out[i] = int(np.argmax(np.where(masks[i], q, -np.inf)))
         return out

@@ -88,7 +88,7 @@ def test_regret_and_exact_evaluation_work_on_a_pattern(corner_table):
 def test_the_benchmark_runs_on_a_pattern(corner_table, tmp_path):
     from experiments.benchmark import run
 
-    result = run(None, ["random", "greedy", "optimal"], episodes=20, out=tmp_path, table=corner_table,
+    result = run(None, ["random", "greedy", "expectimax:1", "optimal"], episodes=20, out=tmp_path, table=corner_table,
                  progress=False, pattern=CORNER)  # fmt: skip
     rows = {r["label"]: r for r in result["agents"]}
     assert result["board"] == "custom-16" and result["pattern"]["grid"] == CORNER["grid"]
