@@ -172,15 +172,18 @@ def _update_tc(b, error, alpha, weights, coherence_e, coherence_a, offsets, rows
 
 
 @numba.njit(cache=True)
-def _best_move(b, rows, cols, moves, weights, offsets, rows_cells, rows_tuple, layout):
-    """``(action, reward, afterstate, V(afterstate))`` maximising reward + V(afterstate); action -1 if none is
-    legal."""
+def _best_move(b, rows, cols, moves, weights, offsets, rows_cells, rows_tuple, layout, allowed=15):
+    """``(action, reward, afterstate, V(afterstate))`` maximising reward + V(afterstate) over the moves whose bit
+    is set in ``allowed`` (bit a for action a; an endgame pattern forbids some moves the plain rules allow);
+    action -1 if none of them is legal."""
     best_a = -1
     best_v = -np.inf
     best_r = 0
     best_after = b
     best_value = 0.0
     for a in range(4):
+        if not (allowed >> a) & 1:
+            continue
         after, reward = move_packed(b, a, rows, cols, moves)
         if after == b:
             continue
@@ -272,10 +275,13 @@ def train_episodes_parallel(episodes_per_thread, T, p4, alpha, keys, weights, of
 
 
 @numba.njit(cache=True)
-def _act_many(ids, T, weights, offsets, rows_cells, rows_tuple, layout):
+def _act_many(ids, allowed, T, weights, offsets, rows_cells, rows_tuple, layout):
+    """Greedy actions ``int64[n]`` for packed boards ``ids uint64[n]``, each among its ``allowed int64[n]``
+    (bit a set: action a allowed)."""
     out = np.zeros(ids.shape[0], np.int64)
     for i in range(ids.shape[0]):
-        a, _, _, _ = _best_move(ids[i], T.rows, T.cols, T.moves, weights, offsets, rows_cells, rows_tuple, layout)
+        a, _, _, _ = _best_move(ids[i], T.rows, T.cols, T.moves, weights, offsets, rows_cells, rows_tuple, layout,
+                                allowed[i])  # fmt: skip
         out[i] = max(a, 0)
     return out
 
@@ -388,8 +394,9 @@ class NTupleAgent(Agent):
 
     def act_batch(self, boards, masks):
         boards = np.asarray(boards)
-        ids = np.asarray(B.pack(boards.reshape(-1, self.rows, self.cols).astype(np.uint8)), np.uint64)
-        return _act_many(ids, self._T, *self._args())
+        ids = np.atleast_1d(np.asarray(B.pack(boards.reshape(-1, self.rows, self.cols).astype(np.uint8)), np.uint64))
+        allowed = np.asarray(masks, bool).reshape(ids.size, 4) @ np.array([1, 2, 4, 8], np.int64)
+        return _act_many(ids, allowed, self._T, *self._args())
 
     def save(self, path) -> None:
         """Weights, tuples, settings, the generator state and (with ``tc``) the coherence accumulators, as ``.npz``:
