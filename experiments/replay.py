@@ -6,7 +6,10 @@
 Agents as in the benchmark (``random``, ``greedy``, ``optimal``, ``expectimax:D[:PATH]``, ``td:PATH``,
 ``ppo:PATH``, ``package.module:factory``).  Episode i is reset with seed ``seed + i``, as in the benchmark, so a
 replay shows exactly the benchmark's game of that seed.  The 3x3 table builds into the cache on first use; boards
-without a table (4x4, 4x3 without ``--table``, ...) are replayed without Q-values and the page says why.
+without a table (4x4, 4x3 without ``--table``, ...) are replayed without Q-values and the page says why.  The
+table of an endgame pattern replays that pattern's games (``--board`` is then the table's)::
+
+    python -m experiments.replay --table TABLES/L3-512 --agent td:td-4x4.npz --episodes 3
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pathlib import Path
 from agents.registry import USAGE, make_agent
 from env2048.env import Game2048Env
 from env2048.shape import MAX_PACKED_CELLS, parse_board
+from oracle import Oracle
 from oracle.regret import record_episodes
 from oracle.wrapper import shared_oracle
 
@@ -47,12 +51,25 @@ def episode_label(spec: str, episode) -> str:
     return f"{spec}, seed {episode.seed}: {episode.moves} moves, {outcome}{regret}"
 
 
-def replay(board: str, agent_spec: str, seed: int = 0, episodes: int = 1, out="replay.html", table=None,
+def table_board(table) -> str:
+    """The board (``"RxC"``) a solved table is for."""
+    oracle = Oracle.open(table)
+    try:
+        return oracle.spec.board
+    finally:
+        oracle.close()
+
+
+def replay(board: str | None, agent_spec: str, seed: int = 0, episodes: int = 1, out="replay.html", table=None,
            objective: str = "score", p4: float = 0.1, gif=None, strip=None, fps: float = 4.0):  # fmt: skip
     """Play ``episodes`` games of ``agent_spec`` (seeds ``seed``, ``seed + 1``, ...) and write the viewer page to
-    ``out`` (and the first game as a GIF / PNG strip).  Returns the list of :class:`~oracle.episodes.Episode`."""
+    ``out`` (and the first game as a GIF / PNG strip).  Returns the list of :class:`~oracle.episodes.Episode`.
+    ``board`` None: the ``table``'s board (3x3 without a table).  A table of an endgame pattern replays the
+    pattern's game, its fixed tiles and target cells marked."""
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
+    if board is None:
+        board = "3x3" if table is None else table_board(table)
     rows, cols = parse_board(board)
     oracle, why = oracle_or_reason(board, objective, p4, table)
     agent = make_agent(agent_spec, rows, cols, seed=seed, oracle=oracle)
@@ -65,7 +82,10 @@ def replay(board: str, agent_spec: str, seed: int = 0, episodes: int = 1, out="r
         played = record_episodes(agent, seeds, env=env, agent_name=agent_spec, note=why)
     labels = [episode_label(agent_spec, e) for e in played]
     start_value = oracle.start_value if oracle is not None else None
-    title = f"{rows}x{cols} {objective}: {agent_spec}"
+    if oracle is not None and oracle.spec.pattern is not None:
+        title = f"{oracle.spec.pattern.describe()}: {agent_spec}"
+    else:
+        title = f"{rows}x{cols} {objective if oracle is None else oracle.spec.objective}: {agent_spec}"
     write_replay_html(played, out, labels, title=title, start_value=start_value)
     if gif:
         write_gif(played[0], gif, fps=fps)
@@ -83,7 +103,9 @@ def _goal_tile(objective: str) -> int:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--board", default="3x3", help="RxC; boards with a table get Q-values and regret")
+    parser.add_argument("--board", default=None,
+                        help="RxC (default: the --table's board, else 3x3); boards with a table get Q-values and "
+                        "regret")  # fmt: skip
     parser.add_argument("--agent", required=True, help=USAGE)
     parser.add_argument("--seed", type=int, default=0, help="episode i is reset with seed SEED + i")
     parser.add_argument("--episodes", type=int, default=1, help="games on the page (selectable)")

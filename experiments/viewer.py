@@ -48,6 +48,7 @@ def episode_data(episode: Episode, label: str | None = None) -> dict:
         "scores": episode.scores.astype(int).tolist(), "ages": episode.ages.astype(int).tolist(),
         "cumulative_regret": cumulative, "total_regret": episode.total_regret if judged else None,
         "outcome": episode.outcome, "note": episode.note,
+        "pattern": episode.pattern, "fixed_cells": list(episode.fixed_cells), "goal_cells": list(episode.goal_cells),
     }  # fmt: skip
 
 

@@ -25,6 +25,10 @@ class Episode:
       ``q_values`` float64 (n, 4), NaN for illegal moves, or None without a table;
       ``optimal``  bool (n, 4): the optimal moves (ties within the oracle's tolerance), or None;
       ``regrets``  float64 (n,): max Q − Q(agent's move), 0 for an optimal move, or None.
+
+    An endgame pattern's game (:mod:`env2048.pattern`) also has ``pattern``, its description, and the cells
+    (row-major) of its fixed tiles (``fixed_cells``) and of its success conditions (``goal_cells``); a plain game
+    has ``""`` and two empty tuples.
     """
 
     board: str
@@ -41,6 +45,9 @@ class Episode:
     regrets: np.ndarray | None
     outcome: float
     note: str = ""
+    pattern: str = ""
+    fixed_cells: tuple[int, ...] = ()
+    goal_cells: tuple[int, ...] = ()
 
     @property
     def moves(self) -> int:
@@ -66,11 +73,14 @@ class Episode:
 class EpisodeTrace:
     """Accumulates one game's moves (see :class:`Episode` for the fields)."""
 
-    def __init__(self, board: str, objective: str, seed: int, agent: str, judged: bool, note: str = ""):
-        """``judged``: the moves come with Q-values; otherwise ``note`` says why not."""
+    def __init__(self, board: str, objective: str, seed: int, agent: str, judged: bool, note: str = "",
+                 pattern=None):  # fmt: skip
+        """``judged``: the moves come with Q-values; otherwise ``note`` says why not.  ``pattern``: the
+        :class:`~env2048.pattern.Pattern` the game is played on, or None."""
         self.header = (board, objective, seed, agent)
         self.judged = judged
         self.note = note
+        self.pattern = pattern
         self._boards, self._actions, self._rewards, self._spawns = [], [], [], []
         self._legal, self._q, self._optimal, self._regrets = [], [], [], []
 
@@ -103,8 +113,17 @@ class EpisodeTrace:
             q_values=np.array(self._q).reshape(n, 4) if judged else None,
             optimal=np.array(self._optimal, bool).reshape(n, 4) if judged else None,
             regrets=np.array(self._regrets, np.float64) if judged else None,
-            outcome=float(outcome), note=self.note,
+            outcome=float(outcome), note=self.note, **pattern_fields(self.pattern),
         )  # fmt: skip
+
+
+def pattern_fields(pattern) -> dict:
+    """The :class:`Episode` fields that show an endgame ``pattern`` (None: a plain game)."""
+    if pattern is None:
+        return {}
+    goal = sorted({cell for condition in pattern.conditions for cell, _ in condition})
+    return {"pattern": pattern.describe(), "fixed_cells": tuple(sorted(pattern.fixed_cells)),
+            "goal_cells": tuple(goal)}  # fmt: skip
 
 
 def chosen_episodes(regrets: np.ndarray, k: int) -> list[int]:

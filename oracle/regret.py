@@ -237,7 +237,8 @@ def record_episodes(agent, seeds, oracle=None, env: Game2048Env | None = None, a
     episodes = []
     for seed in seeds:
         trace = EpisodeTrace(board, objective, int(seed), agent_name, judged=oracle is not None,
-                             note="" if oracle is not None else note)  # fmt: skip
+                             note="" if oracle is not None else note,
+                             pattern=getattr(env.unwrapped, "pattern", None))  # fmt: skip
         outcome, _ = play_game(env, decide, int(seed), oracle, None, trace)
         episodes.append(trace.finish(env.unwrapped.board, outcome))
     return episodes

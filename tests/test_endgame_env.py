@@ -86,11 +86,23 @@ def test_regret_and_exact_evaluation_work_on_a_pattern(corner_table):
 
 
 def test_the_benchmark_runs_on_a_pattern(corner_table, tmp_path):
+    """Every kind of agent plays the pattern's game (the n-tuple player trained on the plain 3x3 game included:
+    it must keep to the allowed moves), and the replay page marks the pattern's fixed cell."""
+    from agents.ntuple import NTupleAgent
     from experiments.benchmark import run
+    from experiments.replay import replay
 
-    result = run(None, ["random", "greedy", "expectimax:1", "optimal"], episodes=20, out=tmp_path, table=corner_table,
-                 progress=False, pattern=CORNER)  # fmt: skip
+    td = NTupleAgent(3, 3, seed=0)
+    td.train(200)
+    td.save(tmp_path / "td.npz")
+    agents = ["random", "greedy", "expectimax:1", "optimal", f"td:{tmp_path / 'td.npz'}"]
+    result = run(None, agents, episodes=20, out=tmp_path, table=corner_table, progress=False, pattern=CORNER)
     rows = {r["label"]: r for r in result["agents"]}
+    td_row = next(r for r in result["agents"] if r["spec"] == agents[-1])
+    assert 0 <= td_row["mean_score"] <= 1 and td_row["mean_regret"] >= 0
+    games = replay(None, agents[-1], episodes=1, out=tmp_path / "r.html", table=corner_table)
+    assert games[0].fixed_cells == (8,) and games[0].goal_cells == tuple(range(8))
+    assert '"fixed_cells":[8]' in (tmp_path / "r.html").read_text()
     assert result["board"] == "custom-16" and result["pattern"]["grid"] == CORNER["grid"]
     assert rows["optimal"]["mean_regret"] == 0 and rows["optimal"]["optimal_move_rate"] == 1.0
     assert rows["random"]["mean_regret"] > 0 and 0 <= rows["random"]["mean_score"] <= 1

@@ -173,3 +173,46 @@ def test_a_board_without_a_table_still_replays(browser, tmp_path):
     assert state["position"] == 3 and state["board"] == games[0].boards[3].ravel().tolist()
     values = [e.text for e in browser.find_elements(_by("CSS_SELECTOR"), "#qvalues .val")]
     assert set(values) <= {"legal", "illegal"}
+
+
+def _badges_overflow(driver) -> list:
+    """How far (px) each badge that reaches past the right edge of its Q-value row (the box outlined around the
+    agent's move) does so."""
+    return driver.execute_script(
+        """return Array.from(document.querySelectorAll("#qvalues .badge"), (b) => b.getBoundingClientRect().right
+          - b.closest(".qrow").getBoundingClientRect().right).filter((over) => over > 0.5);"""
+    )
+
+
+def test_a_pattern_game_shows_its_fixed_tiles_and_target_cells(browser, tmp_path):
+    """An endgame pattern's replay (3x3, one fixed 256, T = 16 on the top-right cell): the title names the
+    pattern, the fixed cell and the target cell are marked on every board, and the badges stay in their box."""
+    from env2048.pattern import Pattern
+    from solver.build import build
+    from solver.spec import SolveSpec
+
+    pattern = Pattern.from_dict({"rows": 3, "cols": 3, "grid": [". . t", ". . .", ". . 256"], "target": 16})
+    build(SolveSpec.for_pattern(pattern), tmp_path / "corner", progress=False, layout="directory")
+    out = tmp_path / "r.html"
+    games = replay.replay(None, "greedy", seed=0, episodes=1, out=out, table=tmp_path / "corner")
+    assert games[0].pattern == pattern.describe() and games[0].fixed_cells == (8,) and games[0].goal_cells == (2,)
+    browser.get(out.resolve().as_uri())
+    assert browser.find_element(_by("ID"), "title").text.startswith("pattern custom (3x3, 8 free cells, target 16)")
+    for _ in range(min(games[0].moves, 4) + 1):
+        tiles = browser.find_elements(_by("CSS_SELECTOR"), "#board .tile")
+        assert [i for i, t in enumerate(tiles) if "fixed" in t.get_attribute("class").split()] == [8]
+        assert [i for i, t in enumerate(tiles) if "goal" in t.get_attribute("class").split()] == [2]
+        assert _state(browser)["board"][8] == 8 and _badges_overflow(browser) == []
+        _press(browser, "ARROW_RIGHT")
+    assert "fixed tiles" in browser.find_element(_by("ID"), "legend").text
+
+
+def test_the_badges_stay_inside_their_box_on_2x4(browser, tmp_path):
+    """The optimal player's moves carry both badges (agent and optimal): on a 2x4 game they overflowed the row's
+    box before; they fit inside it now."""
+    out = tmp_path / "r.html"
+    games = replay.replay("2x4", "optimal", seed=0, episodes=1, out=out)
+    browser.get(out.resolve().as_uri())
+    for _ in range(min(games[0].moves, 30)):
+        assert _badges_overflow(browser) == []
+        _press(browser, "ARROW_RIGHT")
