@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 pytest.importorskip("sb3_contrib")
@@ -48,3 +49,28 @@ def test_maskable_ppo_smoke_run_plays_only_legal_moves():
             obs, info = plain.reset()
     illegal += info["illegal_moves"]
     assert illegal > 0
+
+
+def test_subprocess_workers_make_our_envs_by_module_prefixed_id():
+    """SB3's SubprocVecEnv with two workers on the oracle env.  Gymnasium 1.x has no plugin registration, so a
+    worker that never imported env2048 knows no ``Solved2048-*`` id: ``env2048:Solved2048-2x2`` imports it first
+    (docs: getting started).  Each worker's env carries the oracle's Q-values and regret in ``info``."""
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    from oracle import Oracle
+
+    Oracle.for_board("2x2", progress=False)  # the cached table, built here once rather than by both workers
+    vec = make_vec_env("env2048:Solved2048-2x2", n_envs=2, seed=0, vec_env_cls=SubprocVecEnv)
+    try:
+        obs = vec.reset()
+        assert obs.shape == (2, 2, 2)
+        regrets = []
+        for _ in range(20):
+            masks = np.array(vec.env_method("action_masks"))
+            obs, rewards, dones, infos = vec.step(masks.argmax(axis=1))  # the first legal move
+            assert all(len(info["q_values"]) == 4 and info["regret"] >= 0 for info in infos)
+            regrets += [info["regret"] for info in infos]
+        assert len(regrets) == 40
+    finally:
+        vec.close()
