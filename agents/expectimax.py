@@ -19,6 +19,12 @@ either way costs nothing.
 
 Cache: chance-node values keyed by ``(afterstate, remaining depth)`` in an open-addressing table of
 ``cache_size`` entries, valid for one decision (a generation counter invalidates it in O(1)).
+
+Rules: by default the search plays the plain game.  Given the rules array of an endgame pattern
+(:mod:`env2048.rules`, ``rules=pattern.rules``), it searches that game instead: only the moves the pattern allows,
+a success worth :data:`SUCCESS_VALUE` points on top of the move's reward, a failure (a tile above the cap, or no
+allowed move) :data:`FAILURE_VALUE`; both end the line.  So it first makes the target, then avoids failing, then
+scores, within its horizon.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import numba
 import numpy as np
 
 from env2048 import board as B
-from env2048.kernels import move_packed
+from env2048.rules import FAILURE, ILLEGAL, SUCCESS, move_outcome, plain_rules
 from env2048.shape import check_packable
 from env2048.tables import board_tables
 
@@ -37,6 +43,9 @@ from .ntuple import NTupleAgent, evaluate_afterstate
 #: Heuristic weights (w_empty, w_merge, w_mono), in points.
 DEFAULT_HEURISTIC = (100.0, 50.0, 1.0)
 MAX_DEPTH = 6
+#: Points the search gives an endgame pattern's success and failure: beyond any score a position can hold.
+SUCCESS_VALUE = 1e7
+FAILURE_VALUE = -1e7
 
 _HEURISTIC, _NTUPLE = 0, 1
 
@@ -91,18 +100,23 @@ def _leaf(after, rows, cols, kind, hw, weights, offsets, rows_cells, rows_tuple,
 
 @numba.njit(cache=True)
 def _state_value(s, depth, rows, cols, moves, p4, kind, hw, weights, offsets, rows_cells, rows_tuple, layout,
-                 ckeys, cdepth, cvals, cstamp, gen, q_out):  # fmt: skip
-    """``max_a Q_depth(s, a)`` (0 if no move is legal), caching chance nodes of depth >= 1 below this one.
+                 rules, stuck, ckeys, cdepth, cvals, cstamp, gen, q_out):  # fmt: skip
+    """``max_a Q_depth(s, a)`` over the moves ``rules`` allow (``stuck`` if none is), caching chance nodes of
+    depth >= 1 below this one.
 
     ``q_out``: float64[4] to receive every legal action's ``Q_depth(s, a)`` (left alone where illegal), or an
     empty array (the recursive calls)."""
     cells = rows * cols
     best = -np.inf
     for a in range(4):
-        after, reward = move_packed(s, a, rows, cols, moves)
-        if after == s:
+        after, reward, outcome = move_outcome(s, a, rows, cols, moves, rules)
+        if outcome == ILLEGAL:
             continue
-        if depth == 1:
+        if outcome == SUCCESS:
+            q = reward + SUCCESS_VALUE
+        elif outcome == FAILURE:
+            q = reward + FAILURE_VALUE
+        elif depth == 1:
             q = reward + _leaf(after, rows, cols, kind, hw, weights, offsets, rows_cells, rows_tuple, layout)
         else:
             # chance node (after, depth - 1): look it up
@@ -123,11 +137,11 @@ def _state_value(s, depth, rows, cols, moves, p4, kind, hw, weights, offsets, ro
                         empty += 1
                         shift = np.uint64(4 * c)
                         v2 = _state_value(after | (np.uint64(1) << shift), depth - 1, rows, cols, moves, p4, kind,
-                                          hw, weights, offsets, rows_cells, rows_tuple, layout, ckeys, cdepth, cvals,
-                                          cstamp, gen, q_out[:0])  # fmt: skip
+                                          hw, weights, offsets, rows_cells, rows_tuple, layout, rules, stuck, ckeys,
+                                          cdepth, cvals, cstamp, gen, q_out[:0])  # fmt: skip
                         v4 = _state_value(after | (np.uint64(2) << shift), depth - 1, rows, cols, moves, p4, kind,
-                                          hw, weights, offsets, rows_cells, rows_tuple, layout, ckeys, cdepth, cvals,
-                                          cstamp, gen, q_out[:0])  # fmt: skip
+                                          hw, weights, offsets, rows_cells, rows_tuple, layout, rules, stuck, ckeys,
+                                          cdepth, cvals, cstamp, gen, q_out[:0])  # fmt: skip
                         expected += (1.0 - p4) * v2 + p4 * v4
                 expected /= empty  # an afterstate always has an empty cell
                 k = slot
@@ -141,28 +155,28 @@ def _state_value(s, depth, rows, cols, moves, p4, kind, hw, weights, offsets, ro
             q_out[a] = q
         if q > best:
             best = q
-    return best if best > -np.inf else 0.0
+    return best if best > -np.inf else stuck
 
 
 @numba.njit(cache=True)
 def _q_values(s, depth, rows, cols, moves, p4, kind, hw, weights, offsets, rows_cells, rows_tuple, layout,
-              ckeys, cdepth, cvals, cstamp, gen):  # fmt: skip
-    """``Q_depth(s, a)`` for the four actions (``-inf`` where illegal), float64[4]."""
+              rules, stuck, ckeys, cdepth, cvals, cstamp, gen):  # fmt: skip
+    """``Q_depth(s, a)`` for the four actions (``-inf`` where not allowed), float64[4]."""
     q = np.full(4, -np.inf)
-    _state_value(s, depth, rows, cols, moves, p4, kind, hw, weights, offsets, rows_cells, rows_tuple, layout, ckeys,
-                 cdepth, cvals, cstamp, gen, q)  # fmt: skip
+    _state_value(s, depth, rows, cols, moves, p4, kind, hw, weights, offsets, rows_cells, rows_tuple, layout, rules,
+                 stuck, ckeys, cdepth, cvals, cstamp, gen, q)  # fmt: skip
     return q
 
 
 @numba.njit(cache=True)
 def _decide_many(ids, depth, rows, cols, moves, p4, kind, hw, weights, offsets, rows_cells, rows_tuple, layout,
-                 ckeys, cdepth, cvals, cstamp, gen):  # fmt: skip
+                 rules, stuck, ckeys, cdepth, cvals, cstamp, gen):  # fmt: skip
     """Best action per board (int64[n]; 0 where no move is legal) and the final cache generation."""
     out = np.zeros(ids.shape[0], np.int64)
     for i in range(ids.shape[0]):
         gen += 1
         q = _q_values(ids[i], depth, rows, cols, moves, p4, kind, hw, weights, offsets, rows_cells, rows_tuple,
-                      layout, ckeys, cdepth, cvals, cstamp, gen)  # fmt: skip
+                      layout, rules, stuck, ckeys, cdepth, cvals, cstamp, gen)  # fmt: skip
         best = 0
         for a in range(1, 4):
             if q[a] > q[best]:
@@ -177,7 +191,9 @@ class ExpectimaxAgent(Agent):
     ``evaluator``: ``"heuristic"`` (weights ``heuristic`` = (w_empty, w_merge, w_mono)) or a trained
     :class:`~agents.ntuple.NTupleAgent` of the same board shape.  ``depth``: moves looked ahead, 1 to
     :data:`MAX_DEPTH`.  ``p4``: the spawn probability of a 4 the agent assumes.  ``cache_size``: chance-node cache
-    entries (a power of two).  Deterministic: the seed is accepted for a uniform interface and unused.
+    entries (a power of two).  ``rules``: an endgame pattern's rules array (``uint64``, :mod:`env2048.rules`) to
+    search that game, or None for the plain game.  Deterministic: the seed is accepted for a uniform interface and
+    unused.
     """
 
     name = "expectimax"
@@ -185,7 +201,8 @@ class ExpectimaxAgent(Agent):
     symmetric = True
 
     def __init__(self, rows: int = 4, cols: int = 4, depth: int = 2, evaluator="heuristic",
-                 heuristic=DEFAULT_HEURISTIC, p4: float = 0.1, cache_size: int = 1 << 16, seed: int = 0):  # fmt: skip
+                 heuristic=DEFAULT_HEURISTIC, p4: float = 0.1, cache_size: int = 1 << 16, seed: int = 0,
+                 rules=None):  # fmt: skip
         check_packable(rows, cols)
         if isinstance(depth, bool) or not isinstance(depth, int | np.integer) or not 1 <= depth <= MAX_DEPTH:
             raise ValueError(f"depth must be an int in [1, {MAX_DEPTH}], got {depth!r}")
@@ -205,6 +222,10 @@ class ExpectimaxAgent(Agent):
             raise ValueError(f"evaluator must be 'heuristic' or an NTupleAgent, got {evaluator!r}")
         self.name = f"expectimax:{self.depth}" + ("" if self.kind == _HEURISTIC else ":ntuple")
         self._moves = board_tables(rows, cols).moves
+        if rules is None:
+            self.rules, self.stuck = plain_rules(rows * cols, None), 0.0  # no move left: the game is over, no reward
+        else:
+            self.rules, self.stuck = np.asarray(rules, np.uint64), FAILURE_VALUE
         self._ckeys = np.zeros(cache_size, np.uint64)
         self._cdepth = np.zeros(cache_size, np.int64)
         self._cvals = np.zeros(cache_size, np.float64)
@@ -218,7 +239,7 @@ class ExpectimaxAgent(Agent):
     def _args(self):
         n = self.network
         return (self.rows, self.cols, self._moves, self.p4, self.kind, self.heuristic, n.weights, n.offsets,
-                n.rows_cells, n.rows_tuple, n.layout)  # fmt: skip
+                n.rows_cells, n.rows_tuple, n.layout, self.rules, self.stuck)  # fmt: skip
 
     def _cache(self):
         return self._ckeys, self._cdepth, self._cvals, self._cstamp

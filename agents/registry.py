@@ -43,7 +43,8 @@ def _network(path: str, spec: str, rows: int, cols: int) -> NTupleAgent:
 
 
 def make_agent(spec: str, rows: int, cols: int, seed: int = 0, oracle=None):
-    """The agent a spec names (see the module docstring), for a ``rows`` x ``cols`` board.
+    """The agent a spec names (see the module docstring), for a ``rows`` x ``cols`` board.  With the ``oracle`` of an
+    endgame pattern's table, expectimax searches the pattern's game (see :mod:`agents.expectimax`).
 
     Raises ``ValueError`` / ``FileNotFoundError`` saying what was wrong and what is allowed.
     """
@@ -61,7 +62,9 @@ def make_agent(spec: str, rows: int, cols: int, seed: int = 0, oracle=None):
         if not depth.isdigit() or not 1 <= int(depth) <= MAX_DEPTH:
             raise ValueError(f"agent {spec!r}: write expectimax:D with D in 1..{MAX_DEPTH}, optionally :PATH")
         evaluator = _network(path, spec, rows, cols) if path else "heuristic"
-        agent = ExpectimaxAgent(rows, cols, depth=int(depth), evaluator=evaluator, seed=seed)
+        pattern = getattr(getattr(oracle, "spec", None), "pattern", None)
+        agent = ExpectimaxAgent(rows, cols, depth=int(depth), evaluator=evaluator, seed=seed,
+                                rules=None if pattern is None else pattern.rules)  # fmt: skip
         agent.name = spec if not path else f"expectimax:{depth}:td"
         return agent
     if name == "td":

@@ -5,10 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
+from naive_pattern import NaivePattern
 from test_ntuple import reference_value
 
-from agents.expectimax import DEFAULT_HEURISTIC, ExpectimaxAgent
+from agents.expectimax import DEFAULT_HEURISTIC, FAILURE_VALUE, SUCCESS_VALUE, ExpectimaxAgent
 from agents.ntuple import NTupleAgent
+from env2048.pattern import Pattern
 
 import naive
 from conftest import boards
@@ -43,6 +46,47 @@ def reference_q(grid, depth, leaf, p4=0.1) -> list[float]:
                 expected += p * (best if best > -np.inf else 0.0)
             q.append(reward + expected)
     return q
+
+
+def reference_q_pattern(pattern: NaivePattern, grid, depth, leaf, p4=0.1) -> list[float]:
+    """Q_depth(grid, a) in an endgame pattern's game: only allowed moves (-inf otherwise), a success worth
+    SUCCESS_VALUE, a failure or no allowed move FAILURE_VALUE, on top of the move's reward."""
+    q = []
+    for a in range(4):
+        after, reward = naive.move(grid, a)
+        kind = pattern.outcome(grid, after)
+        if kind == "illegal":
+            q.append(-np.inf)
+        elif kind in ("success", "failure"):
+            q.append(reward + (SUCCESS_VALUE if kind == "success" else FAILURE_VALUE))
+        elif depth == 1:
+            q.append(reward + leaf(after))
+        else:
+            expected = 0.0
+            for child, p in naive.spawn_outcomes(after, p4):
+                best = max(reference_q_pattern(pattern, child, depth - 1, leaf, p4))
+                expected += p * (best if best > -np.inf else FAILURE_VALUE)
+            q.append(reward + expected)
+    return q
+
+
+CORNER_T = {"rows": 3, "cols": 3, "grid": [". . t", ". . .", ". . 64"], "target": 16}
+CORNER_T_NAIVE = NaivePattern(CORNER_T)
+
+
+@settings(max_examples=40)
+@given(st.lists(st.sampled_from([0, 0, 1, 2, 3, 4]), min_size=8, max_size=8))
+def test_search_under_a_patterns_rules_matches_brute_force(free):
+    """With a pattern's rules the search keeps the fixed 64 in its corner and ends lines at success (16 on the
+    top-right cell) and failure (a 32 anywhere, or no allowed move); depths 1 and 2 against the brute force."""
+    grid = [free[0:3], free[3:6], free[6:8] + [6]]
+    pattern = CORNER_T_NAIVE
+    leaf = lambda g: reference_heuristic(g, (3.0, 5.0, 0.25))  # noqa: E731
+    rules = Pattern.from_dict(CORNER_T).rules
+    for depth in (1, 2):
+        agent = ExpectimaxAgent(3, 3, depth=depth, heuristic=(3.0, 5.0, 0.25), cache_size=64, rules=rules)
+        np.testing.assert_allclose(agent.q_values(np.array(grid, np.uint8)),
+                                   reference_q_pattern(pattern, grid, depth, leaf), rtol=1e-9)  # fmt: skip
 
 
 @given(boards([(2, 2), (3, 3), (4, 4), (4, 3), (2, 3)], max_exp=11))
