@@ -4,20 +4,25 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: test demo figures bench lint format clean
+.PHONY: test docs demo figures bench lint format clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first, pinned, so that nothing later pulls a CUDA build
 	$(PY) -m pip install --quiet "torch==2.13.0"
-	$(PY) -m pip install --quiet -e ".[rl,dev,distributed]"
+	$(PY) -m pip install --quiet -e ".[rl,dev,distributed,docs]"
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m ruff check .
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
 	$(PY) -m pytest -q
+
+# The documentation site (MkDocs, API reference from the docstrings) -> site/; --strict: a broken link fails.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 # The main job: 3x3 table (built once), brief TD training, the benchmark -> results/ (under 10 minutes).
 demo: $(STAMP)
@@ -42,5 +47,5 @@ format: $(STAMP)
 # numba's on-disk caches live in __pycache__ and do not notice edits to a callee in another file: clear them
 # after changing a kernel.
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build site *.egg-info
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -print | xargs rm -rf

@@ -3,7 +3,7 @@ included); the test reads the DOM and saves a screenshot.
 
 Needs Debian's ``chromium`` and ``chromium-driver`` (``.ci/run`` installs them) and selenium (extra ``dev``);
 without them the test is skipped, and says why.  ``SOLVED2048_REQUIRE_BROWSER=1`` (set by ``.ci/run``) turns the
-skip into a failure.  ``SOLVED2048_SCREENSHOT=PATH`` also writes the screenshot there (the README's picture:
+skip into a failure.  ``SOLVED2048_SCREENSHOT=PATH`` also writes the screenshot there (the Replays page's picture:
 ``SOLVED2048_SCREENSHOT=docs/replay-viewer.png .venv/bin/python -m pytest tests/test_replay_browser.py``).
 """
 
