@@ -34,9 +34,9 @@ figures: $(STAMP)
 	$(PY) -m experiments.figures --board 2x4 --out docs
 
 bench: $(STAMP)
-	$(PY) -m experiments.bench_env
-	$(PY) -m experiments.bench_solver
-	$(PY) -m experiments.bench_tables
+	$(PY) -m experiments.bench.env
+	$(PY) -m experiments.bench.solver
+	$(PY) -m experiments.bench.tables
 
 lint: $(STAMP)
 	$(PY) -m ruff check . && $(PY) -m ruff format --check .

@@ -52,7 +52,7 @@ DEFAULT_TUPLES = {
     (2, 3): [[0, 1, 2, 3, 4, 5]],
 }
 #: Default (stages, stage_shift) per board: 3x3 learns faster in 10 minutes with separate weights for each band of
-#: 256 in age, the last from 768 on (`python -m experiments.train_td --board 3x3 --minutes 10`: 94.56% of V* on 2
+#: 256 in age, the last from 768 on (`python -m experiments.train.td --board 3x3 --minutes 10`: 94.56% of V* on 2
 #: threads vs 94.04% with 2 stages of 512; on one thread 94.14% vs 93.35%).
 DEFAULT_STAGES = {(3, 3): (4, 8)}
 for _r, _c in list(DEFAULT_TUPLES):  # the transposed shape: the same shapes, cells transposed

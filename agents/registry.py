@@ -8,9 +8,9 @@ Specs (``PATH`` is a file written by the agent's training script):
 ``optimal``                 the oracle's move (needs ``oracle=``)
 ``expectimax:D``            expectimax to depth D on the heuristic
 ``expectimax:D:PATH``       expectimax to depth D on a trained n-tuple network (``.npz``)
-``td:PATH``                 trained n-tuple network, greedy 1-ply (``.npz`` from ``experiments.train_td``)
-``ppo:PATH``                MaskablePPO model (``.zip`` from ``experiments.train_ppo``)
-``policy:PATH``             torch policy net imitating the optimum (``.pt`` from ``experiments.imitate``)
+``td:PATH``                 trained n-tuple network, greedy 1-ply (``.npz`` from ``experiments.train.td``)
+``ppo:PATH``                MaskablePPO model (``.zip`` from ``experiments.train.ppo``)
+``policy:PATH``             torch policy net imitating the optimum (``.pt`` from ``experiments.train.imitate``)
 ``package.module:factory``  your own: ``factory(rows=, cols=, seed=)`` returns an agent (see oracle.agent)
 ==========================  ==============================================================================
 """

@@ -36,7 +36,7 @@ from oracle.episodes import chosen_episodes
 from oracle.regret import reenact
 from oracle.wrapper import shared_oracle
 
-from .viewer import write_replay_html
+from .replay.viewer import write_replay_html
 
 #: Version of the protocol and of the JSON schema (bump when either changes).
 PROTOCOL_VERSION = 2

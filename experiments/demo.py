@@ -4,7 +4,7 @@
 
 1. The exact 3x3 table: reused from the cache (``$SOLVED2048_HOME`` or ``~/.cache/solved2048``), else solved
    there (about 16 s).  One greedy game on ``Solved2048-3x3`` shows the oracle pricing every move.
-2. An n-tuple network trained by TD(0) for ``--minutes`` (``experiments.train_td``) -> ``OUT/td-3x3.npz``.
+2. An n-tuple network trained by TD(0) for ``--minutes`` (``experiments.train.td``) -> ``OUT/td-3x3.npz``.
 3. The benchmark (``experiments.benchmark``, protocol in docs/benchmark.md) on random, greedy, expectimax:2 (the
    heuristic), td and expectimax:2 on the td network: ``OUT/3x3/benchmark.{md,csv,json}``, ``gap-by-age.png``.
 """
@@ -20,7 +20,8 @@ import numpy as np
 
 import env2048  # noqa: F401  (registers the environments)
 from agents import GreedyAgent
-from experiments import benchmark, train_td
+from experiments import benchmark
+from experiments.train import td as train_td
 
 
 def priced_game(seed: int = 0) -> None:

@@ -27,9 +27,11 @@ from agents.registry import make_agent
 from agents.simple import OptimalAgent
 from env2048 import board as B
 from env2048.tables import board_tables
-from experiments import capacity, curves, imitate, train_td
 from experiments.cli import parse_dataclass
-from experiments.learning_curve import COLUMNS, EvalEvery, LearningCurve, read_curve
+from experiments.diagnostics import capacity, curves
+from experiments.diagnostics.learning_curve import COLUMNS, EvalEvery, LearningCurve, read_curve
+from experiments.train import imitate
+from experiments.train import td as train_td
 from oracle import Oracle
 
 

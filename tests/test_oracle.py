@@ -372,7 +372,7 @@ def test_4x3_directory_table_serves_the_gym_env_and_the_oracle_lazily(tmp_path):
 
 
 def test_processes_asking_for_one_missing_table_build_it_once(tmp_path):
-    """Parallel runs (e.g. ``experiments.sweep_ppo``) that all open a table not yet in the cache must not share
+    """Parallel runs (e.g. ``experiments.train.sweep_ppo``) that all open a table not yet in the cache must not share
     one half-built work directory: each gets the same complete table."""
     import os
     import subprocess

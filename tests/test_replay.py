@@ -16,8 +16,8 @@ from agents.registry import make_agent
 from env2048 import board as B
 from env2048.env import Game2048Env
 from experiments import benchmark, replay
-from experiments.frames import annotated_frame, positions, write_gif, write_strip
-from experiments.viewer import page_data, render_page, write_replay_html
+from experiments.replay.frames import annotated_frame, positions, write_gif, write_strip
+from experiments.replay.viewer import page_data, render_page, write_replay_html
 from oracle import Oracle, record_episodes, reenact
 from oracle.episodes import chosen_episodes
 

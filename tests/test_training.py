@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from agents.registry import make_agent
-from experiments import train_td
+from experiments.train import td as train_td
 from oracle import Oracle
 
 
@@ -41,7 +41,7 @@ def test_schedule_parsing():
 
 def test_train_ppo_saves_a_model_the_benchmark_can_load(tmp_path):
     pytest.importorskip("sb3_contrib")
-    from experiments import train_ppo
+    from experiments.train import ppo as train_ppo
 
     args = train_ppo.Args(board="2x2", timesteps=512, n_envs=2, n_steps=128, batch_size=64, n_epochs=1,
                           checkpoint_every=256, eval_episodes=20, out=str(tmp_path / "ppo"))  # fmt: skip
@@ -59,8 +59,8 @@ def test_train_ppo_saves_a_model_the_benchmark_can_load(tmp_path):
 
 def test_train_ppo_learning_curve_with_log_rewards_and_exponent_boards(tmp_path):
     pytest.importorskip("sb3_contrib")
-    from experiments import train_ppo
-    from experiments.learning_curve import read_curve
+    from experiments.diagnostics.learning_curve import read_curve
+    from experiments.train import ppo as train_ppo
 
     args = train_ppo.Args(board="2x3", timesteps=1024, n_envs=4, n_steps=64, batch_size=64, n_epochs=1,
                           obs="exponent", reward="log", eval_episodes=10, eval_every="512", curve_episodes=20,
@@ -79,8 +79,8 @@ def test_ppo_sweep_stops_on_time_and_tabulates_each_setting(tmp_path):
     pytest.importorskip("sb3_contrib")
     import csv
 
-    from experiments import sweep_ppo
     from experiments.cli import parse_dataclass
+    from experiments.train import sweep_ppo
 
     args = parse_dataclass(sweep_ppo.Args, ["--board", "2x2", "--minutes", "0.02", "--jobs", "2", "--only",
                                             "baseline,ent-0", "--extra", "--n-envs 4 --n-steps 32 --batch-size 64",

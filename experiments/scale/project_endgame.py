@@ -1,7 +1,7 @@
 """Cost of the big endgame tables (LL at 4096, 4431 and 444 at 2048) on a Ray cluster, projected from the pattern
 tables built here.
 
-    python -m experiments.project_endgame --tables DIR [DIR ...] [--json OUT]
+    python -m experiments.scale.project_endgame --tables DIR [DIR ...] [--json OUT]
 
 Inputs: built pattern tables (``python -m solver build --pattern NAME --target T --layout directory``): their
 states, afterstates, bytes on disk and per-age counts.
@@ -14,7 +14,7 @@ Model:
   4096, which we have no table of, scale 444's by the community's table sizes (650 GB and 1.1 TB against 130 GB,
   game-difficulty/2048EndgameTablebase help.md, 10.1);
 * time: items / (rate per core-second x cores x machines), forward and backward, at the Ray backend's rates per
-  core measured on 4x3 ``tile:7`` (``experiments.bench_ray``; docs/solver-performance.md) and, as the best case,
+  core measured on 4x3 ``tile:7`` (``experiments.bench.ray_backend``; docs/solver-performance.md) and, as the best case,
   the local rates these pattern builds reached;
 * disk: afterstates x the measured bits per afterstate; memory per worker: the largest age's share of the items,
   cut into ``shards per core x cores x machines`` shards, at 32 bytes per item (value index slot + keys), and the
@@ -34,7 +34,7 @@ HOUR = 3600.0
 GB = 1e9
 #: game-difficulty/2048EndgameTablebase, docs_and_configs/help/help.md, 10.1 "Table Size Reference" (uncompressed)
 COMMUNITY_BYTES = {"444-2048": 130e9, "4431-2048": 650e9, "LL-4096": 1.1e12}
-#: Ray backend per core-second on 4x3 tile:7 (experiments.bench_ray, 2026-11-24): forward, backward
+#: Ray backend per core-second on 4x3 tile:7 (experiments.bench.ray_backend, 2026-11-24): forward, backward
 RAY_RATES = (3.14e6, 1.12e6)
 
 

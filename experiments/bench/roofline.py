@@ -1,7 +1,7 @@
 """A roofline of this machine's memory, for the solver's passes: DRAM latency, random-probe throughput with 1, 8
 and 32 probes in flight, and streaming read / write bandwidth per core.
 
-    python -m experiments.bench_roofline [--gib 2] [--repeats 3] [--json FILE]
+    python -m experiments.bench.roofline [--gib 2] [--repeats 3] [--json FILE]
 
 Every figure is the median of ``--repeats`` runs of a numba kernel over a buffer of ``--gib`` GiB (far larger
 than the caches, so every random access misses them).  The random-access figures are taken twice: on 4 KiB pages

@@ -1,7 +1,7 @@
 """Env stepping for SB3: the native adapter (``agents.vec_env.Game2048SB3VecEnv``) against SB3's DummyVecEnv of
 ``Solved2048`` envs, with random legal actions (no policy), and MaskablePPO's training speed on each.
 
-    python -m experiments.bench_vec_env [--board 3x3] [--n-envs 8] [--steps 200000] [--ppo-steps 20000] [--repeats 3]
+    python -m experiments.bench.vec_env [--board 3x3] [--n-envs 8] [--steps 200000] [--ppo-steps 20000] [--repeats 3]
 
 Prints the median steps per second of each (one process, both measured in turn, so load affects both alike).
 """

@@ -1,12 +1,12 @@
 """n-tuple TD figures on 4x4: training speed (four 6-tuples) and the 1-ply player after 20,000 training games.
 
-    python -m experiments.bench_agents [--repeats 3] [--games-4x4 2000] [--train-4x4 20000] [--alpha 0.1]
+    python -m experiments.bench.agents [--repeats 3] [--games-4x4 2000] [--train-4x4 20000] [--alpha 0.1]
 
 Speed: moves per second of ``NTupleAgent.train`` (learning on, ``--alpha``), median of ``--repeats`` runs of
 ``--games-4x4`` games after a warm-up.  Quality: a fresh network trained for ``--train-4x4`` games by
-``experiments.train_td`` (its default learning-rate schedule, seed 0), then 1000 games without learning (mean
+``experiments.train.td`` (its default learning-rate schedule, seed 0), then 1000 games without learning (mean
 score, rate of reaching each tile).  The 3x3 figure (10 minutes of training, measured by the oracle) comes from
-``python -m experiments.train_td --board 3x3 --minutes 10``.
+``python -m experiments.train.td --board 3x3 --minutes 10``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import argparse
 import statistics
 
 from agents.ntuple import NTupleAgent
-from experiments import train_td
+from experiments.train import td as train_td
 
 
 def main(argv=None) -> None:

@@ -1,6 +1,6 @@
 """The 3x3 build on first use and warm: the seconds a new user waits, and which numba kernels they wait for.
 
-    python -m experiments.bench_first_use [--board 3x3] [--objective score] [--repeats 3] [--compiles] [--json FILE]
+    python -m experiments.bench.first_use [--board 3x3] [--objective score] [--repeats 3] [--compiles] [--json FILE]
 
 Each repeat runs ``python -m solver build`` in a fresh process twice with its own empty numba cache directory
 (``NUMBA_CACHE_DIR``): the first run compiles every kernel it calls (what a fresh install does), the second

@@ -1,6 +1,6 @@
 """Solver throughput: the full 3x3 build and the 4x3 enumeration to age 300.
 
-    python -m experiments.bench_solver [--repeats 3] [--skip-4x3] [--max-age 300]
+    python -m experiments.bench.solver [--repeats 3] [--skip-4x3] [--max-age 300]
 
 Each build or enumeration runs in its own process (``python -m solver ...``, numba caches warm: a first
 untimed run compiles), so that wall time and peak memory (``ru_maxrss`` from ``wait4``) are those of the

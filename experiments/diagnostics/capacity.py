@@ -1,8 +1,8 @@
 """Capacity ceiling of an n-tuple network: fit it to the optimal afterstate values, then evaluate its greedy policy
 exactly.  What the function class plays when it is trained on the truth instead of on its own experience.
 
-    python -m experiments.capacity --board 3x3 --tuples default --weighting uniform --epochs 8
-    python -m experiments.capacity --board 3x3 --tuples large --weighting optimal --epochs 8
+    python -m experiments.diagnostics.capacity --board 3x3 --tuples default --weighting uniform --epochs 8
+    python -m experiments.diagnostics.capacity --board 3x3 --tuples large --weighting optimal --epochs 8
 
 ``--tuples``: ``default`` (``agents.ntuple.DEFAULT_TUPLES``), ``large`` (``agents.ntuple.LARGE_TUPLES``), or a JSON list
 of cell lists.  ``--weighting``: ``uniform`` over the table's afterstates; ``optimal``: the afterstates of every

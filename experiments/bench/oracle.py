@@ -1,7 +1,7 @@
 """Oracle figures on 3x3 (or any table): batched lookup throughput, Monte-Carlo regret and exact evaluation of the
 baselines.
 
-    python -m experiments.bench_oracle [--episodes 1000] [--repeats 5] [--table PATH] [--ages N] [--lookups-only]
+    python -m experiments.bench.oracle [--episodes 1000] [--repeats 5] [--table PATH] [--ages N] [--lookups-only]
 
 Throughput: ``q_values`` on 2,000,000 boards drawn uniformly from the table's states (a worst case for the
 caches; a v2 table's states are derived from its afterstates; ``--ages N``: from N ages drawn at random, for

@@ -1,6 +1,7 @@
 """The Ray backend against the local build: wall time, peak memory, and identical tables.
 
-    python -m experiments.bench_ray [--repeats 3] [--board 3x3] [--objective score] [--shard-min N] [--json FILE]
+    python -m experiments.bench.ray_backend [--repeats 3] [--board 3x3] [--objective score] [--shard-min N]
+        [--json FILE]
 
 Each build is the command a user runs (``python -m solver build ... --layout directory`` and the same with
 ``--backend ray --threads 2``, which starts a private Ray on this machine and stops it at the end), in its own

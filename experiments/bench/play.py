@@ -1,10 +1,10 @@
 """Playing strength and speed of the agents: 4x4 games and the 3x3 oracle's verdict on expectimax.
 
-    python -m experiments.bench_play [--games-4x4 200] [--weights-4x4 W.npz] [--games-3x3 1000]
+    python -m experiments.bench.play [--games-4x4 200] [--weights-4x4 W.npz] [--games-3x3 1000]
         [--weights-3x3 W.npz] [--depths 1,2,3] [--skip-4x4]
 
 4x4 (no oracle: mean score ± 95% CI and the rate of reaching each tile from 512 on) for random, greedy,
-expectimax:2 on the heuristic and, with ``--weights-4x4`` (from ``experiments.train_td --board 4x4``), the TD
+expectimax:2 on the heuristic and, with ``--weights-4x4`` (from ``experiments.train.td --board 4x4``), the TD
 network 1-ply and under expectimax:2; decisions per second are the agent's own time (median over games of
 moves / agent seconds).  Game i is seeded with i.  3x3: expectimax on the heuristic (and on the ``--weights-3x3``
 network if given) at each of ``--depths``, priced by the oracle over ``--games-3x3`` games (mean score, % of

@@ -1,4 +1,4 @@
-"""The backward pass's first design, kept to compare against (experiments.bench_backward's ``baseline``): one
+"""The backward pass's first design, kept to compare against (experiments.bench.backward's ``baseline``): one
 lookup at a time into ``hash_index`` tables with separate key and value arrays, allocated by numba (4 KiB pages)
 and built on one thread.  The solver itself uses :mod:`solver.value_index` and :mod:`solver.bellman`, which give
 the same values bit for bit (the benchmark checks it on every run).

@@ -1,10 +1,10 @@
 """The forward pass alone, in memory: seconds and states + afterstates per core-second.
 
-    python -m experiments.bench_forward [--board 4x3] [--objective score] [--max-age 180] [--repeats 3]
+    python -m experiments.bench.forward [--board 4x3] [--objective score] [--max-age 180] [--repeats 3]
 
 Runs :func:`solver.forward.run_forward` to ``--max-age`` (inclusive) ``--repeats`` times in this process, after
 one short untimed run that loads the numba kernels; prints each time and the median.  To compare two versions
-of the solver, run it in each tree alternately (``PYTHONPATH=TREE python -m experiments.bench_forward ...``).
+of the solver, run it in each tree alternately (``PYTHONPATH=TREE python -m experiments.bench.forward ...``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Environment throughput: steps per second with random legal actions.
 
-    python -m experiments.bench_env [--repeats 5] [--boards 3x3,4x3,4x4] [--quick]
+    python -m experiments.bench.env [--repeats 5] [--boards 3x3,4x3,4x4] [--quick]
 
 Measures, per board: ``Game2048Env`` called directly, the same env through ``gym.make`` (default wrappers),
 and ``Game2048VectorEnv`` at 1, 64 and 4096 envs (every env-step counts, autoreset steps included).  Each

@@ -1,6 +1,6 @@
 """What a sharded build moves between its tasks: bytes exchanged per state + afterstate, and the largest task.
 
-    python -m experiments.bench_shuffle [--board 4x3] [--objective tile:6] [--shards 16 64] [--json FILE]
+    python -m experiments.bench.shuffle [--board 4x3] [--objective tile:6] [--shards 16 64] [--json FILE]
 
 Runs the sharded build (:mod:`solver.sharded`) with the in-process engine, which executes exactly the tasks a
 Ray build submits, and adds up the sizes of the arrays that pass from one task to another through the object

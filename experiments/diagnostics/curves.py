@@ -1,7 +1,8 @@
 """Plot learning curves (``*.curve.csv`` from the training scripts) on one figure: % of V* against env steps or
 training time, with 95% confidence bands where the points are estimates.
 
-    python -m experiments.curves results/td.curve.csv results/ppo.curve.csv --x steps --out docs/curves-3x3.png
+    python -m experiments.diagnostics.curves results/td.curve.csv results/ppo.curve.csv --x steps \
+        --out docs/curves-3x3.png
 """
 
 from __future__ import annotations

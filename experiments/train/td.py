@@ -1,6 +1,6 @@
 """Train an n-tuple network by afterstate TD(0) and (on a solved board) measure it against the optimum.
 
-    python -m experiments.train_td [--board 3x3] [--minutes 10] [--games 0] [--seed 0] [--out results/td-3x3.npz]
+    python -m experiments.train.td [--board 3x3] [--minutes 10] [--games 0] [--seed 0] [--out results/td-3x3.npz]
 
 Training runs in rounds of ``--round`` games until ``--minutes`` of training (or ``--games`` games, if given)
 have passed, on ``--threads`` threads that share the weights (default: all cores; a time budget is not
@@ -10,8 +10,9 @@ reproducible anyway, while ``--threads 1 --games N`` replays exactly from the se
 :data:`BOARD_SCHEDULES`).  The weights are saved after every ``--checkpoint-minutes`` and at the end (also on
 Ctrl-C), to ``--out``; a JSON summary goes next to it.  On a board this machine solves, the oracle
 then gives the greedy player's exact expected score, and with ``--eval-every N`` (env moves) or ``--eval-every
-Ns`` (seconds of training) a learning curve goes to ``OUT.curve.csv`` (see ``experiments.learning_curve``; plot
-with ``python -m experiments.curves``).
+Ns`` (seconds of training) a learning curve goes to ``OUT.curve.csv`` (see
+``experiments.diagnostics.learning_curve``; plot
+with ``python -m experiments.diagnostics.curves``).
 
 The weights play in the benchmark as ``td:OUT`` (or ``expectimax:D:OUT``).
 """
@@ -27,7 +28,7 @@ from tqdm.auto import tqdm
 from agents.ntuple import NTupleAgent, tuple_set
 from env2048.shape import parse_board
 from experiments.cli import parse_dataclass, write_json
-from experiments.learning_curve import EvalEvery, LearningCurve
+from experiments.diagnostics.learning_curve import EvalEvery, LearningCurve
 from oracle.oracle import BUILDABLE
 
 DEFAULT_SCHEDULE = "0:0.5,0.5:0.1,0.8:0.02"
@@ -77,7 +78,7 @@ def alpha_at(schedule: list[tuple[float, float]], fraction: float) -> float:
 
 
 def make_curve(args: Args, out: Path, rows: int, cols: int):
-    """The run's :class:`~experiments.learning_curve.LearningCurve` (``OUT.curve.csv``), or None without
+    """The run's :class:`~experiments.diagnostics.learning_curve.LearningCurve` (``OUT.curve.csv``), or None without
     ``--eval-every``; a board without a table here cannot have one."""
     if not args.eval_every:
         return None

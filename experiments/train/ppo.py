@@ -1,13 +1,13 @@
 """Train sb3-contrib MaskablePPO on a solved board and measure it against the optimum.
 
-    python -m experiments.train_ppo [--board 3x3] [--timesteps 3000000] [--seed 0] [--out results/ppo-3x3] ...
+    python -m experiments.train.ppo [--board 3x3] [--timesteps 3000000] [--seed 0] [--out results/ppo-3x3] ...
 
 The policy sees the one-hot observation (``--obs onehot``, or ``exponent``) and only legal moves (action
 masks).  The games run in the native vector env through :class:`agents.vec_env.Game2048SB3VecEnv` (``--vec
 native``; ``dummy`` is SB3's DummyVecEnv of single envs).  Rewards are the game's merge rewards (``--reward
 score``) or log2(1 + reward) (``log``), normalised by sb3's running estimate (``VecNormalize``, rewards only).
 With ``--eval-every N`` (env steps) or ``Ns`` (seconds) a learning curve goes to ``OUT/curve.csv`` (see
-``experiments.learning_curve``).  Every
+``experiments.diagnostics.learning_curve``).  Every
 ``--checkpoint-every`` steps the model is saved under ``OUT/checkpoints/`` (an interrupted run keeps them);
 at the end ``OUT/model.zip`` and ``OUT/summary.json``: training time and speed, then, from the oracle,
 ``--eval-episodes`` games of regret and (unless ``--no-exact``) the exact expected score of the deterministic
@@ -28,7 +28,7 @@ import env2048  # noqa: F401  (registers the environments)
 from agents.ppo import PPOAgent
 from env2048.shape import parse_board
 from experiments.cli import parse_dataclass, write_json
-from experiments.learning_curve import EvalEvery, LearningCurve
+from experiments.diagnostics.learning_curve import EvalEvery, LearningCurve
 
 
 @dataclass
@@ -39,7 +39,7 @@ class Args:
     timesteps: int = 50_000_000  # an upper bound: --minutes stops first on 2 cores
     minutes: float = 10.0  # > 0: also stop after this many minutes of training (curve checkpoints excluded)
     torch_threads: int = 0  # 0: torch's default (all cores)
-    # defaults from experiments.sweep_ppo (docs/diagnostics.md): 32 envs and a 128x128 net give 3.6x the steps/s
+    # defaults from experiments.train.sweep_ppo (docs/diagnostics.md): 32 envs and a 128x128 net give 3.6x the steps/s
     n_envs: int = 32
     seed: int = 0
     learning_rate: float = 3e-4

@@ -1,6 +1,6 @@
 """Table format v2 figures: 3x3 table size and build, oracle speed, 4x3 ID bits and the full 4x3 projection.
 
-    python -m experiments.bench_tables [--repeats 3] [--max-age 300] [--skip-3x3] [--skip-4x3] [--json FILE]
+    python -m experiments.bench.tables [--repeats 3] [--max-age 300] [--skip-3x3] [--skip-4x3] [--json FILE]
 
 * 3x3 score table: ``python -m solver build --board 3x3`` in its own process (numba caches warm: one untimed
   run first), median wall time and peak RSS of ``--repeats`` runs, alternating with ``--format 1`` builds as the
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.bench_solver import run_measured
+from experiments.bench.solver import run_measured
 from oracle import Oracle
 from solver import codec
 from solver.build import set_threads

@@ -1,8 +1,8 @@
 """Imitation of the optimum: behaviour cloning and DAgger, for the n-tuple network and torch policy nets, with
 the exact % of V* against the number of oracle-labelled states.
 
-    python -m experiments.imitate --board 3x3 --learner ntuple --method bc --labels 200000 --rounds 5
-    python -m experiments.imitate --board 3x3 --learner mlp --method dagger --labels 200000 --rounds 5
+    python -m experiments.train.imitate --board 3x3 --learner ntuple --method bc --labels 200000 --rounds 5
+    python -m experiments.train.imitate --board 3x3 --learner mlp --method dagger --labels 200000 --rounds 5
 
 ``bc``: the optimal policy plays (whole games, a few at once) and every board it meets is labelled with the
 optimal moves; checkpoint k trains a fresh learner on the first k/rounds of the labels.  ``dagger``: round 0 is
@@ -10,7 +10,7 @@ behaviour cloning on labels/rounds expert boards; each later round the learner p
 probability ``beta**round``), its boards are labelled by the oracle and added, and a fresh learner is trained on
 everything so far.  Writes the learner (``OUT`` + ``.npz`` for ``ntuple``, playable as ``td:PATH``; ``.pt`` for
 ``mlp``/``cnn``, playable as ``policy:PATH``), the learning curve ``OUT.curve.csv`` (``labels`` column; see
-``experiments.learning_curve``) and ``OUT.json``.
+``experiments.diagnostics.learning_curve``) and ``OUT.json``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from agents.ntuple import NTupleAgent
 from agents.simple import OptimalAgent
 from env2048.shape import parse_board
 from experiments.cli import parse_dataclass, write_json
-from experiments.learning_curve import LearningCurve
+from experiments.diagnostics.learning_curve import LearningCurve
 from oracle import Oracle
 
 LEARNERS = ("ntuple", "mlp", "cnn")

@@ -1,7 +1,7 @@
 """A short PPO sweep on a solved board: each setting trains ``train_ppo`` for the same time budget, then is scored
 by the oracle; one CSV row per setting.
 
-    python -m experiments.sweep_ppo --board 3x3 --minutes 3 --jobs 2 --out results/ppo-sweep
+    python -m experiments.train.sweep_ppo --board 3x3 --minutes 3 --jobs 2 --out results/ppo-sweep
 
 Settings (:data:`SETTINGS`) change one thing at a time from the base: ``train_ppo``'s defaults plus ``--extra``.
 ``--jobs`` runs that many at once, each with ``--torch-threads 1`` (so on 2 cores two runs share the machine as one
@@ -63,7 +63,7 @@ class Args:
 
 
 def command(args: Args, name: str, flags: list[str]) -> list[str]:
-    return [sys.executable, "-m", "experiments.train_ppo", "--board", args.board, "--minutes", str(args.minutes),
+    return [sys.executable, "-m", "experiments.train.ppo", "--board", args.board, "--minutes", str(args.minutes),
             "--timesteps", "1000000000", "--torch-threads", "1" if args.jobs > 1 else "0", "--seed", str(args.seed),
             "--eval-episodes", str(args.eval_episodes), "--checkpoint-every", "100000000",
             "--exact" if args.exact else "--no-exact", "--out", str(Path(args.out) / name),

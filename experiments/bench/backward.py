@@ -1,15 +1,15 @@
 """Designs of the backward pass compared on the same inputs: the forward layers of one game, held in memory.
 
-    python -m experiments.bench_backward [--board 4x3 --objective tile:6] [--repeats 3] [--designs A,B,...]
+    python -m experiments.bench.backward [--board 4x3 --objective tile:6] [--repeats 3] [--designs A,B,...]
                                          [--json FILE]
 
 The forward pass runs once; then each design solves every age, largest first, ``--repeats`` times (interleaved,
 so that the machine's noise falls on every design alike), and its values and best actions must equal the first
 design's bit for bit.  Rates are states + afterstates per core-second of the backward pass (index builds
 included; no disk, no coding), with each step's mean seconds and lookups per core-second (to set against the
-roofline of :mod:`experiments.bench_roofline`).  Designs:
+roofline of :mod:`experiments.bench.roofline`).  Designs:
 
-- ``baseline``: the solver's kernels before issue 20, one lookup at a time (:mod:`experiments.backward_baseline`),
+- ``baseline``: the solver's kernels before issue 20, one lookup at a time (:mod:`experiments.bench.backward_baseline`),
   on ``hash_index`` tables (separate key and value arrays, allocated by numba: 4 KiB pages; built on one thread);
 - ``hugepages``: the same kernels and tables, the tables copied into numpy-allocated arrays (2 MiB pages);
 - ``slots-gN``: :mod:`solver.value_index` tables (key and value in one 16-byte slot, huge pages, built in
@@ -28,7 +28,7 @@ import numba
 import numpy as np
 
 from env2048.tables import board_tables
-from experiments.backward_baseline import afterstate_values, hash_index, state_values
+from experiments.bench.backward_baseline import afterstate_values, hash_index, state_values
 from solver.bellman import afterstate_values_grouped, state_values_grouped
 from solver.forward import n_chunks_for, run_forward
 from solver.kernels import TIE_TOLERANCE

@@ -1,14 +1,14 @@
 """Cost of the full 4x3 score table on real hardware, projected from rates measured here.
 
-    python -m experiments.project_4x3 --ray RAY.json --shuffle SHUFFLE.json --forward FWD.json [--json OUT]
+    python -m experiments.scale.project_4x3 --ray RAY.json --shuffle SHUFFLE.json --forward FWD.json [--json OUT]
 
 Inputs (JSON files written by the benchmarks):
 
-* ``--ray``: ``experiments.bench_ray --board 4x3 --objective tile:K`` — forward and backward seconds of a
+* ``--ray``: ``experiments.bench.ray_backend --board 4x3 --objective tile:K`` — forward and backward seconds of a
   complete sharded build on Ray and of the local build, with their states + afterstates: rates per core-second.
-* ``--shuffle``: ``experiments.bench_shuffle`` — bytes the sharded build exchanges per state + afterstate, and
+* ``--shuffle``: ``experiments.bench.shuffle`` — bytes the sharded build exchanges per state + afterstate, and
   its largest task.
-* ``--forward``: ``experiments.bench_tables --skip-3x3 --max-age A`` — the forward pass of the 4x3 score game
+* ``--forward``: ``experiments.bench.tables --skip-3x3 --max-age A`` — the forward pass of the 4x3 score game
   itself (rate, afterstates per state measured to age A) and the table-size projection.
 
 Model, per machine count M (16 cores each; ``--cores``, ``--machines``):
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.bench_tables import AFTERSTATES_4X3, PUBLISHED_4X3, STATES_4X3, TIB, ef_bytes
+from experiments.bench.tables import AFTERSTATES_4X3, PUBLISHED_4X3, STATES_4X3, TIB, ef_bytes
 from solver import codec
 
 HOUR = 3600.0

@@ -1,0 +1,1 @@
+"""Speed benchmarks: each prints figures (docs name the command of each)."""

@@ -1,0 +1,1 @@
+"""Learning diagnostics: exact learning curves, capacity ceilings, their plots."""

@@ -1,0 +1,5 @@
+"""``python -m experiments.replay``."""
+
+from . import main
+
+main()

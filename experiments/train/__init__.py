@@ -1,0 +1,1 @@
+"""Training scripts: TD, PPO, a PPO sweep, imitation of the optimum."""
