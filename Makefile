@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(PY) -m ruff check .
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=15
 
 # The documentation site (MkDocs, API reference from the docstrings) -> site/; --strict: a broken link fails.
 docs: $(STAMP)
