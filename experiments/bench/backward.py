@@ -20,7 +20,6 @@ roofline of :mod:`experiments.bench.roofline`).  Designs:
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 
@@ -29,6 +28,7 @@ import numpy as np
 
 from env2048.tables import board_tables
 from experiments.bench.backward_baseline import afterstate_values, hash_index, state_values
+from experiments.cli import write_json
 from solver.bellman import afterstate_values_grouped, state_values_grouped
 from solver.forward import n_chunks_for, run_forward
 from solver.kernels import TIE_TOLERANCE
@@ -188,8 +188,7 @@ def main(argv=None) -> dict:
             f"{mean_steps['state']:.1f} s ({lookups['state'] / 1e6:.1f} M), index builds {mean_steps['index']:.1f} s"
         )
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+        write_json(args.json, out)
     return out
 
 

@@ -19,13 +19,13 @@ allocates: it asks the kernel for huge pages on large arrays), where a miss no l
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 
 import numba
 import numpy as np
 
+from experiments.cli import write_json
 from solver.prefetch import prefetch
 
 #: 8-byte words per 64-byte cache line: the chases stride whole lines
@@ -160,8 +160,7 @@ def main(argv=None) -> dict:
         print(f"streaming, {label.replace('_', ' ')}: read {out[f'read_gb_s_{label}']:.1f} GB/s, "
               f"write {out[f'write_gb_s_{label}']:.1f} GB/s, copy {out[f'copy_gb_s_{label}']:.1f} GB/s")  # fmt: skip
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+        write_json(args.json, out)
     return out
 
 
