@@ -213,6 +213,8 @@ def cmd_enumerate(args) -> int:
         "terminal_states": sum(c.terminal for c in counts),
         "ages": _ages_json(counts),
     }
+    if spec.pattern is not None:  # as in `info`: the pattern beside the tile:K its rules extend
+        info["pattern"] = spec.pattern.to_dict()
     if args.json:
         print(json.dumps(info, indent=1))
     else:

@@ -146,3 +146,25 @@ def test_sharded_pattern_tables_are_identical_to_the_local_build(tmp_path):
     build(spec, tmp_path / "local", progress=False, layout="directory")
     build_sharded(InProcess(), spec, tmp_path / "sharded", 3, progress=False, shard_min=0)
     assert checksums_of(tmp_path / "sharded") == checksums_of(tmp_path / "local")
+
+
+def test_the_cli_builds_a_pattern_file_and_reports_the_pattern(tmp_path, capsys):
+    """``solver build --pattern FILE``, then ``info --json`` and ``enumerate --json`` name the pattern, with the
+    same counts; ``--target`` overrides the file's target."""
+    from solver.__main__ import main as solver_main
+
+    path = tmp_path / "corner.json"
+    path.write_text(json.dumps(AGREEMENT["3x3-corner"]))
+    out = tmp_path / "t"
+    assert solver_main(["build", "--board", "3x3", "--pattern", str(path), "--target", "32", "--quiet",
+                        "--layout", "directory", "--out", str(out)]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert solver_main(["info", str(out), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert solver_main(["enumerate", "--board", "3x3", "--pattern", str(path), "--target", "32", "--quiet",
+                        "--json"]) == 0  # fmt: skip
+    counts = json.loads(capsys.readouterr().out)
+    expected = {**AGREEMENT["3x3-corner"], "name": "corner", "target": 32}
+    assert info["pattern"] == counts["pattern"] == Pattern.from_dict(expected).to_dict()
+    assert (info["states"], info["afterstates"]) == (counts["states"], counts["afterstates"])
+    assert 0 < info["start_value"] < 1
