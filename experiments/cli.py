@@ -1,25 +1,35 @@
-"""Command lines from dataclasses: every field becomes ``--field-name`` with its type and default."""
+"""Command lines from dataclasses, through tyro: every field becomes ``--field-name`` with its type, its default
+and, as its help, the comment written beside it; booleans get ``--flag`` / ``--no-flag``."""
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import json
+import sys
 from pathlib import Path
+
+import tyro
 
 
 def parse_dataclass(cls, argv=None, description: str | None = None):
-    """An instance of dataclass ``cls`` from the command line (``--help`` lists the fields with defaults)."""
-    parser = argparse.ArgumentParser(description=description or cls.__doc__,
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)  # fmt: skip
-    for f in dataclasses.fields(cls):
-        flag = "--" + f.name.replace("_", "-")
-        kind = f.type if isinstance(f.type, type) else {"int": int, "float": float, "str": str, "bool": bool}[f.type]
-        if kind is bool:
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default)
+    """An instance of dataclass ``cls`` from the command line ``argv`` (default ``sys.argv[1:]``); a bad flag or
+    value exits with tyro's usage message, as argparse does."""
+    argv = _values_with_spaces_attached(sys.argv[1:] if argv is None else list(argv))
+    module = cls.__module__
+    if module == "__main__":  # run as python -m experiments.X: the module's own name is in its spec
+        module = getattr(getattr(sys.modules["__main__"], "__spec__", None), "name", None) or module
+    return tyro.cli(cls, args=argv, description=description or cls.__doc__, prog=f"python -m {module}")
+
+
+def _values_with_spaces_attached(argv: list[str]) -> list[str]:
+    """``["--extra", "--net 256,256"]`` -> ``["--extra=--net 256,256"]``: a value that starts with a dash but holds a
+    space is a value, never a flag (argparse's rule, which tyro lacks), so ``--extra "--net 256,256"`` keeps working."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and arg.startswith("-") and " " in arg:
+            out[-1] = f"{out[-1]}={arg}"
         else:
-            parser.add_argument(flag, type=kind, default=f.default)
-    return cls(**vars(parser.parse_args(argv)))
+            out.append(arg)
+    return out
 
 
 def write_json(path, data) -> Path:

@@ -50,8 +50,7 @@ class Args:
 
     board: str = "3x3"
     tuples: str = "default"  # default, large, or a JSON list of cell lists
-    weighting: str = "uniform"  # uniform, optimal (every move of the boards optimal play reaches), optimal-chosen,
-    # regret (decision-aware: exact DAgger rounds)
+    weighting: str = "uniform"  # uniform, optimal, optimal-chosen or regret (decision-aware: exact DAgger rounds)
     epochs: int = 8  # value fits: passes; regret: ranking passes per round
     alpha: float = 0.5
     decay: float = 0.6

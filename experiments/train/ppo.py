@@ -39,8 +39,7 @@ class Args:
     timesteps: int = 50_000_000  # an upper bound: --minutes stops first on 2 cores
     minutes: float = 10.0  # > 0: also stop after this many minutes of training (curve checkpoints excluded)
     torch_threads: int = 0  # 0: torch's default (all cores)
-    # defaults from experiments.train.sweep_ppo (docs/diagnostics.md): 32 envs and a 128x128 net give 3.6x the steps/s
-    n_envs: int = 32
+    n_envs: int = 32  # with the 128x128 net: 3.6x the steps/s of the previous defaults (docs/diagnostics.md)
     seed: int = 0
     learning_rate: float = 3e-4
     n_steps: int = 128  # per env and update
