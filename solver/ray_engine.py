@@ -10,8 +10,8 @@ import os
 import sys
 from contextlib import contextmanager
 
-#: Fault injection for the tests: ``NAME:SKIP:DIR`` makes the worker running the ``SKIP``-th (from 0) call of the
-#: task function ``NAME`` exit abruptly, once; ``DIR`` holds the markers that count calls across workers.
+#: Fault injection for the tests: ``NAME:SKIP[,NAME:SKIP ...];DIR`` makes the worker running the ``SKIP``-th (from 0)
+#: call of each task function ``NAME`` exit abruptly, once; ``DIR`` holds the markers that count calls across workers.
 KILL_ENV = "SOLVED2048_KILL_TASK_ONCE"
 #: Attempts Ray makes after a task's worker dies (application errors are not retried: they would fail again).
 MAX_RETRIES = 3
@@ -35,8 +35,9 @@ def _maybe_die(name: str) -> None:
     plan = os.environ.get(KILL_ENV)
     if not plan:
         return
-    target, skip, marker_dir = plan.split(":", 2)
-    if target != name:
+    victims, marker_dir = plan.split(";", 1)
+    skip = dict(v.split(":") for v in victims.split(",")).get(name)
+    if skip is None:
         return
     for i in range(int(skip) + 1):
         try:
