@@ -9,8 +9,9 @@ states, afterstates, bytes on disk and per-age counts.
 Model:
 
 * counts: 444 at 2048 = our 444 table at its largest T, grown by a factor ``g`` per doubling of T, with ``g`` the
-  smallest and largest growth the 10-free-cell patterns show between T = 256 and 512 (states + afterstates;
-  the community's rule of thumb, "volume doubles as the target doubles", is the low end); 4431 at 2048 and LL at
+  smallest and largest growth (states + afterstates) that the 10-free-cell patterns show between T = 256 and 512
+  and that 444 itself shows between its two largest targets built here (the community's rule of thumb, "volume
+  doubles as the target doubles", is the low end); 4431 at 2048 and LL at
   4096, which we have no table of, scale 444's by the community's table sizes (650 GB and 1.1 TB against 130 GB,
   game-difficulty/2048EndgameTablebase help.md, 10.1);
 * time: items / (rate per core-second x cores x machines), forward and backward, at the Ray backend's rates per
@@ -73,13 +74,17 @@ def main(argv=None) -> None:
     growth = growth_per_doubling(facts, 10, 256, 512)
     if not growth:
         raise SystemExit("need a 10-free-cell pattern built at both T = 256 and 512 for the growth per doubling")
-    base = max((f for f in facts if f["name"] == "444"), key=lambda f: f["target"], default=None)
-    if base is None:
+    built_444 = sorted((f for f in facts if f["name"] == "444"), key=lambda f: f["target"])
+    if not built_444:
         raise SystemExit("need a 444 table (python -m solver build --pattern 444 --target 128 ...)")
+    base = built_444[-1]
+    print(f"growth per doubling of T (10 free cells, 256 -> 512): {', '.join(f'{g:.2f}' for g in growth)}")
+    if len(built_444) >= 2 and built_444[-2]["target"] * 2 == base["target"]:
+        growth.append(base["items"] / built_444[-2]["items"])
+        print(f"growth per doubling of T (444, {built_444[-2]['target']} -> {base['target']}): {growth[-1]:.2f}")
     doublings = (2048 // base["target"]).bit_length() - 1
     g_low, g_high = min(growth), max(growth)
-    print(f"growth per doubling of T (10 free cells, 256 -> 512): {', '.join(f'{g:.2f}' for g in growth)}; "
-          f"444-2048 = 444-{base['target']} x g^{doublings}")  # fmt: skip
+    print(f"444-2048 = 444-{base['target']} x g^{doublings}, g = {g_low:.2f} ... {g_high:.2f}")
     bits = sum(8 * f["bytes"] / f["afterstates"] for f in facts) / len(facts)
     after_share = sum(f["afterstates"] / f["items"] for f in facts) / len(facts)
     share = max(f["largest_age_share"] for f in facts)
