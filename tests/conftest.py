@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import sys
 import tempfile
 
@@ -13,8 +14,11 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, os.path.dirname(__file__))
 # Tables that gym.make("Solved2048-*") and Oracle.for_board build go to a fresh directory: tests never read a
-# developer's cache (which an older solver may have written) nor write to it.
-os.environ["SOLVED2048_HOME"] = tempfile.mkdtemp(prefix="solved2048-tests-")
+# developer's cache (which an older solver may have written) nor write to it.  SB3's default logger, which makes an
+# empty SB3-<time> folder per training run, writes there too; the directory goes at the end of the session.
+TEST_HOME = tempfile.mkdtemp(prefix="solved2048-tests-")
+os.environ["SOLVED2048_HOME"] = TEST_HOME
+os.environ["SB3_LOGDIR"] = os.path.join(TEST_HOME, "sb3-logs")
 
 settings.register_profile("ci", max_examples=150, deadline=None, derandomize=True)
 settings.register_profile("dev", max_examples=60, deadline=None)
@@ -50,3 +54,8 @@ def chi2_pvalue(observed, expected) -> float:
     k = len(observed) - 1
     z = ((x / k) ** (1 / 3) - (1 - 2 / (9 * k))) / math.sqrt(2 / (9 * k))
     return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The session's table cache (the 3x3 table alone is 125 MB) does not outlive it."""
+    shutil.rmtree(TEST_HOME, ignore_errors=True)

@@ -6,6 +6,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+import env2048  # noqa: F401  (registers the envs: the test must pass when run alone)
+
 pytest.importorskip("sb3_contrib")
 
 
