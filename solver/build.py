@@ -209,6 +209,17 @@ def resumable_ages(work: WorkDir, ages: list[int], start_ages: set[int], format_
     return set()
 
 
+def check_written_age(out: Path, age: int) -> None:
+    """An age of a directory table that an interrupted run journalled as solved is kept only in the table's own
+    file (the work directory has no second copy of its values): that file must still be there."""
+    path = out / "ages" / f"{age:06d}.h5"
+    if not path.exists():
+        raise RuntimeError(
+            f"the work directory records age {age} as solved, but its table file {path} is missing: the table "
+            f"directory was changed since the interrupted run; remove the work directory to build from scratch"
+        )
+
+
 def build(
     spec: SolveSpec,
     out: str | os.PathLike,
@@ -298,16 +309,20 @@ def build(
             return solve_states(spec, states, afterstates, exact_values(age))
 
         done = resumable_ages(work, [c.age for c in counts], start_ages, format_version)
-        for age in sorted(done):  # solved by an interrupted run: copy them into the new table
+        for age in sorted(done):  # solved by an interrupted run: copy them into the new table, or keep their files
+            code = work.backward_code(age)
             if format_version == 1:
                 writer.submit(write_age, age, *state_values_of(age), exact_values(age))
+            elif "id_bytes" in code:  # a directory table: the age's file is already in place
+                check_written_age(out, age)
+                writer.submit(table.record_written, age, code["id_bytes"], code["value_bytes"])
+                if age in start_ages:
+                    writer.submit(table.starts.take, age, layers.layer(age)[0], state_values_of(age)[0])
             elif age in start_ages:
                 s_values, best = state_values_of(age)
-                writer.submit(write_age, age, s_values, best, None, work.load("backward", age, "values"),
-                              work.backward_code(age))  # fmt: skip
+                writer.submit(write_age, age, s_values, best, None, work.load("backward", age, "values"), code)
             else:
-                writer.submit(write_age, age, None, None, None, work.load("backward", age, "values"),
-                              work.backward_code(age))  # fmt: skip
+                writer.submit(write_age, age, None, None, None, work.load("backward", age, "values"), code)
 
         checkpoint = Checkpoints(work, start_ages, every_s=None if format_version == 1 else CHECKPOINT_SECONDS)
 
@@ -315,8 +330,11 @@ def build(
             coded = write_age(age, s_values, best, a_values)
             code = {}
             if coded is not None:
-                work.save("backward", age, "values", coded.values)
                 code = {"value_bits": coded.value_bits, "value_base": coded.value_base}
+                if layout == "directory":  # the age's file in the table is its record: no second copy
+                    code.update(id_bytes=int(coded.id_bytes), value_bytes=int(coded.values.nbytes))
+                else:
+                    work.save("backward", age, "values", coded.values)
             checkpoint.add(age, a_values)
             work.record_backward(age, code)
             checkpoint.recorded()

@@ -5,10 +5,14 @@ them, see :mod:`solver.derive`)::
 
     manifest.json                     spec and solver version
     journal.jsonl                     one line per finished step: forward counts of an age, an age solved
-                                      backward (with its value code's width and base), the end of the forward pass
+                                      backward (with its value code's width and base, and for a directory
+                                      table the bytes of its coded IDs and values), the end of the forward pass
     forward/{age:06d}.ids_upper.npy   uint64 words: Elias-Fano upper bits of the age's afterstate ranks
     forward/{age:06d}.ids_lower.npy   uint64 words: their low bits
-    backward/{age:06d}.values.npy     uint64 words: the afterstate values' bit-packed codes
+    backward/{age:06d}.values.npy     uint64 words: the afterstate values' bit-packed codes (a single-file
+                                      table only: a directory table's age file, written before the age is
+                                      journalled, is the only copy, so a directory build needs about the
+                                      table's size on disk, not twice it)
     backward/{age:06d}.exact.npy      float64 afterstate values, kept only for the ages a resumed backward pass
                                       starts from (the two lowest solved ages and the start states' ages), so
                                       that a resumed build computes exactly what an uninterrupted one does

@@ -228,6 +228,49 @@ def test_interrupted_build_resumes_to_identical_datasets(tmp_path, monkeypatch, 
     assert not (tmp_path / "resumed.h5.work").exists()
 
 
+@pytest.mark.parametrize("when", ["early", "late"])
+def test_interrupted_directory_build_keeps_one_copy_and_resumes(tmp_path, monkeypatch, when):
+    """A directory table's age files are the only copy of a solved age: the work directory holds no coded
+    values, a resumed build keeps those files (it refuses, with a clear error, when one has gone) and ends with
+    the same datasets as an uninterrupted build.  "late" stops before the last age, after the other start ages,
+    whose start values a resumed build takes without rewriting their files."""
+    spec = SolveSpec.parse("2x3")
+    build(spec, tmp_path / "clean", layout="directory", progress=False)
+    stop = 40 if when == "early" else len(run_forward(spec, progress=False)) - 1
+    monkeypatch.setattr(solver.build, "CHECKPOINT_SECONDS", 0.0)
+    original = WorkDir.record_backward
+    calls = []
+
+    def interrupted(self, *args):
+        calls.append(1)
+        if len(calls) == stop:
+            raise Interrupt
+        return original(self, *args)
+
+    monkeypatch.setattr(WorkDir, "record_backward", interrupted)
+    out, work = tmp_path / "resumed", tmp_path / "resumed.work"
+    with pytest.raises(Interrupt):
+        build(spec, out, layout="directory", progress=False)
+    monkeypatch.setattr(WorkDir, "record_backward", original)
+    assert not (out / "table.h5").exists() and journal_count(work, "backward") == stop - 1
+    assert not list((work / "backward").glob("*.values.npy"))
+    written = sorted((out / "ages").glob("*.h5"))
+    assert len(written) >= stop - 1
+    solved = [json.loads(line)["backward"] for line in (work / "journal.jsonl").read_text().splitlines()
+              if line.startswith('{"backward"')]  # fmt: skip
+    moved = out / "ages" / f"{solved[0]:06d}.h5"
+    moved.rename(tmp_path / "aside.h5")
+    with pytest.raises(RuntimeError, match=f"age {solved[0]} as solved, but its table file .* is missing"):
+        build(spec, out, layout="directory", progress=False)
+    (tmp_path / "aside.h5").rename(moved)
+    before = {p: p.stat().st_mtime_ns for p in written}
+    build(spec, out, layout="directory", progress=False)
+    assert checksums(out) == checksums(tmp_path / "clean")
+    kept = [p for p, mtime in before.items() if p.stat().st_mtime_ns == mtime]
+    assert len(kept) >= stop - 3  # journalled ages keep their files; at most the last checkpoint pair is redone
+    assert not work.exists()
+
+
 def test_kill_9_then_rerun_resumes(tmp_path):
     """A real ``kill -9`` in the middle of a 2x4 build, then the same command again."""
     out = tmp_path / "t.h5"
