@@ -26,7 +26,7 @@ from .derive import derive_states
 from .forward import canonical_starts, run_forward
 from .spec import SolveSpec
 from .store import TableWriterV1
-from .table_v2 import CodedLayer, TableWriterV2, decode_afterstates, encode_afterstates
+from .table_v2 import CodedLayer, TableWriterV2, age_path, decode_afterstates, encode_afterstates
 from .workdir import AgeCount, WorkDir
 
 #: Forward layers kept in memory for the backward pass (beyond this they are decoded from the work dir).
@@ -212,7 +212,7 @@ def resumable_ages(work: WorkDir, ages: list[int], start_ages: set[int], format_
 def check_written_age(out: Path, age: int) -> None:
     """An age of a directory table that an interrupted run journalled as solved is kept only in the table's own
     file (the work directory has no second copy of its values): that file must still be there."""
-    path = out / "ages" / f"{age:06d}.h5"
+    path = age_path(out, age)
     if not path.exists():
         raise RuntimeError(
             f"the work directory records age {age} as solved, but its table file {path} is missing: the table "
@@ -317,6 +317,7 @@ def build(
                 check_written_age(out, age)
                 writer.submit(table.record_written, age, code["id_bytes"], code["value_bytes"])
                 if age in start_ages:
+                    # start ages are the smallest (a few boards): deriving their states again costs nothing
                     writer.submit(table.starts.take, age, layers.layer(age)[0], state_values_of(age)[0])
             elif age in start_ages:
                 s_values, best = state_values_of(age)

@@ -195,10 +195,15 @@ class TableWriterV2:
                 self.partial.unlink(missing_ok=True)
 
 
+def age_path(directory, age: int) -> Path:
+    """The file of one age in a directory table: ``DIR/ages/{age:06d}.h5``."""
+    return Path(directory) / "ages" / f"{int(age):06d}.h5"
+
+
 def write_age_file(directory: Path, layer: CodedLayer) -> Path:
-    """Write one age of a directory table, ``DIR/ages/{age:06d}.h5``, under a temporary name then renamed into
-    place (so a file present under its final name is complete); returns its path."""
-    final = Path(directory) / "ages" / f"{layer.age:06d}.h5"
+    """Write one age of a directory table, :func:`age_path`, under a temporary name then renamed into place (so a
+    file present under its final name is complete); returns its path."""
+    final = age_path(directory, layer.age)
     tmp = final.with_name(f"{final.name}.{os.getpid()}.partial")
     with new_h5(tmp) as f:
         layer.write(f)
@@ -271,7 +276,7 @@ class TableV2(TableReader):
 
     # -- ages ---------------------------------------------------------------------------------------------------
     def age_file(self, age: int) -> Path:
-        return self.path / "ages" / f"{age:06d}.h5" if self.directory else self.manifest
+        return age_path(self.path, age) if self.directory else self.manifest
 
     def _group(self, age: int, f: h5py.File) -> h5py.Group:
         key = age_group(age)

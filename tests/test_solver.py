@@ -195,6 +195,22 @@ class Interrupt(Exception):
     pass
 
 
+def interrupt_at(monkeypatch, method: str, call: int):
+    """Make the ``call``-th call of ``WorkDir.<method>`` raise :class:`Interrupt`, as if Ctrl-C arrived after
+    ``call - 1`` finished ages; returns a function that restores the method."""
+    original = getattr(WorkDir, method)
+    calls = []
+
+    def interrupted(self, *args):
+        calls.append(1)
+        if len(calls) == call:
+            raise Interrupt
+        return original(self, *args)
+
+    monkeypatch.setattr(WorkDir, method, interrupted)
+    return lambda: monkeypatch.setattr(WorkDir, method, original)
+
+
 @pytest.mark.parametrize("stage", ["forward", "backward", "backward-checkpoints"])
 def test_interrupted_build_resumes_to_identical_datasets(tmp_path, monkeypatch, stage):
     """Interrupted after 39 ages; "backward-checkpoints" keeps exact values every age, so that the resumed
@@ -203,22 +219,12 @@ def test_interrupted_build_resumes_to_identical_datasets(tmp_path, monkeypatch, 
     build(spec, tmp_path / "clean.h5", progress=False)
     if stage == "backward-checkpoints":
         monkeypatch.setattr(solver.build, "CHECKPOINT_SECONDS", 0.0)
-    method = "record_forward" if stage == "forward" else "record_backward"
-    original = getattr(WorkDir, method)
-    calls = []
-
-    def interrupted(self, *args):
-        calls.append(1)
-        if len(calls) == 40:
-            raise Interrupt  # as if Ctrl-C arrived after 39 finished ages
-        return original(self, *args)
-
-    monkeypatch.setattr(WorkDir, method, interrupted)
+    restore = interrupt_at(monkeypatch, "record_forward" if stage == "forward" else "record_backward", 40)
     with pytest.raises(Interrupt):
         build(spec, tmp_path / "resumed.h5", progress=False)
     assert not (tmp_path / "resumed.h5").exists()
     assert journal_count(tmp_path / "resumed.h5.work", stage.split("-")[0]) == 39
-    monkeypatch.setattr(WorkDir, method, original)
+    restore()
     if stage == "backward-checkpoints":
         kept = solver.build.resumable_ages(WorkDir(tmp_path / "resumed.h5.work", spec, SOLVER_VERSION),
                                            [c.age for c in run_forward(spec, progress=False)], set(), 2)  # fmt: skip
@@ -238,20 +244,11 @@ def test_interrupted_directory_build_keeps_one_copy_and_resumes(tmp_path, monkey
     build(spec, tmp_path / "clean", layout="directory", progress=False)
     stop = 40 if when == "early" else len(run_forward(spec, progress=False)) - 1
     monkeypatch.setattr(solver.build, "CHECKPOINT_SECONDS", 0.0)
-    original = WorkDir.record_backward
-    calls = []
-
-    def interrupted(self, *args):
-        calls.append(1)
-        if len(calls) == stop:
-            raise Interrupt
-        return original(self, *args)
-
-    monkeypatch.setattr(WorkDir, "record_backward", interrupted)
+    restore = interrupt_at(monkeypatch, "record_backward", stop)
     out, work = tmp_path / "resumed", tmp_path / "resumed.work"
     with pytest.raises(Interrupt):
         build(spec, out, layout="directory", progress=False)
-    monkeypatch.setattr(WorkDir, "record_backward", original)
+    restore()
     assert not (out / "table.h5").exists() and journal_count(work, "backward") == stop - 1
     assert not list((work / "backward").glob("*.values.npy"))
     written = sorted((out / "ages").glob("*.h5"))
