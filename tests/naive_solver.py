@@ -19,6 +19,7 @@ class NaiveSolver:
         sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
         self.state_value = functools.cache(self._state_value)
         self.afterstate_value = functools.cache(self._afterstate_value)
+        self.reachable = functools.cache(self._reachable)
 
     def tiles(self) -> list[tuple[int, float]]:
         return [(e, p) for e, p in ((1, 1 - self.p4), (2, self.p4)) if p > 0]
@@ -68,7 +69,7 @@ class NaiveSolver:
         return sum(p * self.state_value(tuple(map(tuple, naive.unpack(k, self.rows, self.cols))))
                    for k, p in dist.items() if p > 0)  # fmt: skip
 
-    def reachable(self) -> tuple[set[int], set[int], int]:
+    def _reachable(self) -> tuple[set[int], set[int], int]:
         """``(canonical states, canonical afterstates, terminal count)`` reachable from the start, by search
         over raw boards; win afterstates are not expanded."""
         dist = naive.start_distribution(self.rows, self.cols, self.p4)
@@ -96,3 +97,14 @@ class NaiveSolver:
         terminal_canonical = len({naive.canonical(naive.unpack(k, self.rows, self.cols)) for k in seen
                                   if not any(naive.legal(naive.unpack(k, self.rows, self.cols)))})  # fmt: skip
         return states, afterstates, terminal_canonical
+
+
+def shared_solver(rows: int, cols: int, objective: str = "score", p4: float = 0.1, spawn: str = "random"):
+    """One solver per game for the whole test session: its memoised values are exact and never change, so the
+    tests that check against the same game (in any module) pay for its recursion once."""
+    return _solver(rows, cols, objective, float(p4), spawn)
+
+
+@functools.cache
+def _solver(rows: int, cols: int, objective: str, p4: float, spawn: str) -> NaiveSolver:
+    return NaiveSolver(rows, cols, objective, p4, spawn)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given
@@ -193,15 +194,15 @@ def test_bit_fields_round_trip(values, width):
     np.testing.assert_array_equal(unpack_fields(words, v.size, width), v)
 
 
+@numba.njit
+def _popcount_and_trailing_zeros(v):
+    """The two bit kernels as numba compiles them inside a kernel (compiled once, for every example below)."""
+    return popcount64(v), trailing_zeros64(v)
+
+
 @given(st.integers(0, 2**64 - 1))
 def test_popcount_and_trailing_zeros(x):
-    from numba import njit
-
-    @njit
-    def both(v):
-        return popcount64(v), trailing_zeros64(v)
-
-    pop, tz = both(np.uint64(x))
+    pop, tz = _popcount_and_trailing_zeros(np.uint64(x))
     assert pop == bin(x).count("1")
     assert tz == (64 if x == 0 else (x & -x).bit_length() - 1)
 

@@ -108,12 +108,19 @@ def test_heuristic_depth_two_and_three_match_brute_force(case):
                                    rtol=1e-9)  # fmt: skip
 
 
-@settings(max_examples=30)
-@given(boards([(3, 3)], max_exp=9, fill=0.5))
-def test_ntuple_evaluator_matches_brute_force(case):
-    _, _, grid = case
+@pytest.fixture(scope="module")
+def random_network():
+    """A 3x3 n-tuple network with random weights (35 M of them: made once, not once per example)."""
     network = NTupleAgent(3, 3, seed=0)
     network.weights[:] = np.random.default_rng(5).standard_normal(network.weights.size)
+    return network
+
+
+@settings(max_examples=30)
+@given(case=boards([(3, 3)], max_exp=9, fill=0.5))
+def test_ntuple_evaluator_matches_brute_force(random_network, case):
+    _, _, grid = case
+    network = random_network
     agent = ExpectimaxAgent(3, 3, depth=2, evaluator=network)
     want = reference_q(grid, 2, lambda g: reference_value(network, g))
     np.testing.assert_allclose(agent.q_values(np.array(grid, np.uint8)), want, rtol=1e-6, atol=1e-6)

@@ -18,7 +18,7 @@ from solver.spec import SolveSpec
 from solver.store import Table, TableError
 
 import naive
-from naive_solver import NaiveSolver
+from naive_solver import shared_solver
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,7 @@ def test_values_equal_the_stored_state_values(oracle_2x3, reachable_2x3):
 
 
 def test_q_values_match_the_independent_solver_on_raw_boards(oracle_2x3, reachable_2x3):
-    ref = NaiveSolver(2, 3)
+    ref = shared_solver(2, 3)
     rng = np.random.default_rng(0)
     for sid in rng.choice(reachable_2x3[0], 150):
         for image in naive.symmetries(naive.unpack(int(sid), 2, 3)):

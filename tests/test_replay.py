@@ -21,7 +21,7 @@ from experiments.replay.viewer import page_data, render_page, write_replay_html
 from oracle import Oracle, record_episodes, reenact
 from oracle.episodes import chosen_episodes
 
-from naive_solver import NaiveSolver
+from naive_solver import shared_solver
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def test_moves_follow_the_rules(random_games):
 def test_q_values_and_optimal_moves_against_an_independent_solver(oracle_2x3, random_games):
     """Every move's Q-values equal the oracle's and the naive solver's; the marked optimal moves are the exact
     optimum's (up to the table's tie tolerance); the regret is max Q − Q(move), 0 for optimal moves."""
-    ref = NaiveSolver(2, 3)
+    ref = shared_solver(2, 3)
     rel, absolute = oracle_2x3.tie_tolerance
     checked_suboptimal = 0
     for game in random_games:
