@@ -75,7 +75,12 @@ class OptimalAgent(Agent):
         self.seed = seed
 
     def act_batch(self, boards, masks):
-        q = np.atleast_2d(self.oracle.q_values(np.asarray(boards).astype(np.int64)))
+        return self.actions_from_q(np.atleast_2d(self.oracle.q_values(np.asarray(boards).astype(np.int64))))
+
+    @staticmethod
+    def actions_from_q(q: np.ndarray) -> np.ndarray:
+        """``int64[n]``: the moves this agent picks given its oracle's ``q float64 (n, 4)`` (NaN = illegal), so
+        that exact evaluation, which looks the Q-values up anyway, need not look them up twice."""
         top = np.where(np.isnan(q), -np.inf, q).max(axis=1)
         out = np.zeros(q.shape[0], np.int64)
         for a in reversed(PREFERENCE):

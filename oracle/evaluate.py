@@ -124,8 +124,16 @@ def _merge(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.n
     return ids[starts], np.add.reduceat(w, starts)
 
 
-def policy_matrix(agent, boards: np.ndarray, masks: np.ndarray) -> np.ndarray:
-    """``float64 (n, 4)``: the agent's action probabilities (one-hot for a deterministic agent), validated."""
+def policy_matrix(agent, boards: np.ndarray, masks: np.ndarray, q: np.ndarray | None = None) -> np.ndarray:
+    """``float64 (n, 4)``: the agent's action probabilities (one-hot for a deterministic agent), validated.
+
+    ``q`` (``float64 (n, 4)``), if given, are the Q-values of ``boards`` in the agent's own oracle: an agent that
+    decides from them alone (``actions_from_q``, the optimal agent) then decides without looking them up again."""
+    if q is not None and hasattr(agent, "actions_from_q"):
+        actions = np.asarray(agent.actions_from_q(q), np.int64)
+        probs = np.zeros(masks.shape)
+        probs[np.arange(actions.size), actions] = 1.0
+        return probs
     if hasattr(agent, "action_probs"):
         probs = np.asarray(agent.action_probs(boards, masks), np.float64)
         if probs.shape != masks.shape or (probs[~masks] != 0).any() or not np.allclose(probs.sum(1), 1):
@@ -179,8 +187,9 @@ def evaluate_policy(oracle, agent, progress: bool = True, batch: int = 1 << 18, 
             live = masks.any(axis=1)
             policy = np.zeros(masks.shape)
             if live.any():
-                policy[live] = policy_matrix(agent, boards[live], masks[live])
                 q = oracle.q_values(part[live])
+                own_q = q if getattr(agent, "oracle", None) is oracle else None
+                policy[live] = policy_matrix(agent, boards[live], masks[live], own_q)
                 if on_layer is not None:
                     on_layer(age, part[live], w[live], policy[live], q)
                 regret = np.nanmax(q, axis=1, keepdims=True) - q

@@ -284,6 +284,17 @@ def test_evaluate_optimal_equals_v_star(oracle_2x3):
     slack = 4.5 * oracle_2x3.value_error[0] * oracle_2x3.start_value + 1e-9
     assert exact.value == pytest.approx(oracle_2x3.start_value, abs=slack)
     assert abs(exact.gap) < slack and exact.consistency < slack
+    # the shortcut (its moves from the Q-values evaluate looks up anyway) decides as the agent's own act_batch
+    optimal = OptimalAgent(oracle_2x3)
+
+    class ActBatchOnly:
+        symmetric = True
+
+        def act_batch(self, boards, masks):
+            return optimal.act_batch(boards, masks)
+
+    played = oracle_2x3.evaluate(ActBatchOnly(), progress=False)
+    assert (played.value, played.gap) == (exact.value, exact.gap)
 
 
 def test_evaluate_matches_monte_carlo(oracle_2x3):
