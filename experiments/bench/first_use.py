@@ -33,6 +33,33 @@ def timed_build(board: str, objective: str, cache_dir: str, out: Path) -> float:
     return time.perf_counter() - t0
 
 
+def compile_timer(on_compiled=None):
+    """A numba event listener for ``numba:compile`` that sums each function's own compile seconds (nested
+    compilations of its callees subtracted) into its ``own`` dict, ``{"module.qualname": seconds}``;
+    ``on_compiled(name)`` is called after each.  Imports numba: set ``NUMBA_CACHE_DIR`` first."""
+    from numba.core import event
+
+    class CompileTimer(event.Listener):
+        def __init__(self):
+            self.own: dict[str, float] = defaultdict(float)
+            self._stack: list[list] = []  # [name, start, seconds spent in nested compilations]
+
+        def on_start(self, ev):
+            fn = ev.data["dispatcher"].py_func
+            self._stack.append([f"{fn.__module__}.{fn.__qualname__}", time.perf_counter(), 0.0])
+
+        def on_end(self, ev):
+            name, start, nested = self._stack.pop()
+            total = time.perf_counter() - start
+            self.own[name] += total - nested
+            if self._stack:
+                self._stack[-1][2] += total
+            if on_compiled is not None:
+                on_compiled(name)
+
+    return CompileTimer()
+
+
 def compile_seconds(board: str, objective: str, out: Path) -> dict[str, float]:
     """``{function: seconds}`` of every numba compilation of one build in this process (run it with an empty
     ``NUMBA_CACHE_DIR``): each function's own time, nested compilations of its callees subtracted."""
@@ -41,23 +68,10 @@ def compile_seconds(board: str, objective: str, out: Path) -> dict[str, float]:
     from solver.build import build
     from solver.spec import SolveSpec
 
-    own: dict[str, float] = defaultdict(float)
-    stack: list[list] = []  # [name, start, seconds spent in nested compilations]
-
-    class Listener(event.Listener):
-        def on_start(self, ev):
-            stack.append([ev.data["dispatcher"].py_func.__qualname__, time.perf_counter(), 0.0])
-
-        def on_end(self, ev):
-            name, start, nested = stack.pop()
-            total = time.perf_counter() - start
-            own[f"{ev.data['dispatcher'].py_func.__module__}.{name}"] += total - nested
-            if stack:
-                stack[-1][2] += total
-
-    with event.install_listener("numba:compile", Listener()):
+    timer = compile_timer()
+    with event.install_listener("numba:compile", timer):
         build(SolveSpec.parse(board, objective), out, progress=False)
-    return dict(sorted(own.items(), key=lambda kv: -kv[1]))
+    return dict(sorted(timer.own.items(), key=lambda kv: -kv[1]))
 
 
 def main(argv=None) -> dict:
