@@ -131,15 +131,13 @@ def policy_matrix(agent, boards: np.ndarray, masks: np.ndarray, q: np.ndarray | 
     decides from them alone (``actions_from_q``, the optimal agent) then decides without looking them up again."""
     if q is not None and hasattr(agent, "actions_from_q"):
         actions = np.asarray(agent.actions_from_q(q), np.int64)
-        probs = np.zeros(masks.shape)
-        probs[np.arange(actions.size), actions] = 1.0
-        return probs
-    if hasattr(agent, "action_probs"):
+    elif hasattr(agent, "action_probs"):
         probs = np.asarray(agent.action_probs(boards, masks), np.float64)
         if probs.shape != masks.shape or (probs[~masks] != 0).any() or not np.allclose(probs.sum(1), 1):
             raise ValueError("action_probs must give (n, 4) probabilities summing to 1 over legal actions only")
         return probs
-    actions = batch_decider(agent)(boards, masks)
+    else:
+        actions = batch_decider(agent)(boards, masks)
     if actions.shape != (boards.shape[0],) or (actions < 0).any() or (actions > 3).any():
         raise ValueError("the agent must return one action in 0..3 per board")
     if not masks[np.arange(actions.size), actions].all():
