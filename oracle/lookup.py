@@ -25,11 +25,12 @@ from env2048.rules import FAILURE, ILLEGAL, SUCCESS, move_outcome
 from solver import codec
 from solver.bits import get_field
 from solver.kernels import TIE_TOLERANCE, ages_of
+from solver.threads import block_kernel, run_blocks
 
-#: ``status`` codes of :func:`q_values_group`
+#: ``status`` codes of :func:`q_values_block`
 OK, NOT_IN_TABLE = 0, 1
-#: Batches smaller than this run on one thread (a parallel launch costs more than it saves).
-SERIAL_BELOW = 256
+#: Fewest boards a thread is given (a smaller batch runs in the calling thread: handing it over costs more).
+MIN_BLOCK = 256
 
 
 def optimal_mask(q: np.ndarray, rel_tol: float = TIE_TOLERANCE, abs_tol: float = 0.0) -> np.ndarray:
@@ -128,37 +129,27 @@ def _q_one(i, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, rules,
         q[i, a] = r + v
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
-def q_values_group(sel, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, rules, score, P, shifts,
+@block_kernel
+def q_values_block(lo, hi, sel, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, rules, score, P, shifts,
                    coded, half_age, upper, samples, lower, n, n_bits, low_bits, words, width, is_float, base, ids,
                    vals):  # fmt: skip
-    """Fill ``q[i]`` (``float64[4]``, NaN for illegal moves) and ``status[i]`` for every ``i`` of ``sel``
+    """Fill ``q[i]`` (``float64[4]``, NaN for illegal moves) and ``status[i]`` for ``i`` in ``sel[lo:hi]``
     (boards of one age, whose layer the remaining arguments describe; see :class:`Layer`).  ``status`` becomes
     NOT_IN_TABLE when a legal move's afterstate is not stored.  ``rules``: the game's (:mod:`env2048.rules`), a
     move that succeeds is worth 1 (plus its reward if ``score``), one that fails 0."""
-    for j in numba.prange(sel.shape[0]):
+    for j in range(lo, hi):
         _q_one(sel[j], boards, q, status, rows, cols, moves, sym_lines, sym_bytes, rules, score, P, shifts,
                coded, half_age, upper, samples, lower, n, n_bits, low_bits, words, width, is_float, base, ids,
                vals)  # fmt: skip
 
 
-@numba.njit(cache=True, nogil=True)
-def q_values_group_serial(sel, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, rules, score, P, shifts,
-                          coded, half_age, upper, samples, lower, n, n_bits, low_bits, words, width, is_float,
-                          base, ids, vals):  # fmt: skip
-    """:func:`q_values_group` on one thread (small batches)."""
-    for j in range(sel.shape[0]):
-        _q_one(sel[j], boards, q, status, rows, cols, moves, sym_lines, sym_bytes, rules, score, P, shifts,
-               coded, half_age, upper, samples, lower, n, n_bits, low_bits, words, width, is_float, base, ids,
-               vals)  # fmt: skip
-
-
-@numba.njit(cache=True, parallel=True, nogil=True)
-def afterstate_values_group(sel, afters, out, rows, cols, sym_lines, sym_bytes, P, shifts, coded, half_age, upper,
-                            samples, lower, n, n_bits, low_bits, words, width, is_float, base, ids,
+@block_kernel
+def afterstate_values_block(lo, hi, sel, afters, out, rows, cols, sym_lines, sym_bytes, P, shifts, coded, half_age,
+                            upper, samples, lower, n, n_bits, low_bits, words, width, is_float, base, ids,
                             vals):  # fmt: skip
-    """``out[i]`` = stored value of afterstate ``afters[i]`` (any symmetry), NaN if absent, for ``i`` in ``sel``."""
-    for j in numba.prange(sel.shape[0]):
+    """``out[i]`` = stored value of afterstate ``afters[i]`` (any symmetry), NaN if absent, for ``i`` in
+    ``sel[lo:hi]``."""
+    for j in range(lo, hi):
         i = sel[j]
         key = canonical_packed(afters[i], rows, cols, sym_lines, sym_bytes)
         out[i] = layer_value(key, coded, P, half_age, shifts, upper, samples, lower, n, n_bits, low_bits, words,
@@ -263,28 +254,45 @@ class AgeLayers:
         for slot in np.flatnonzero(np.diff(starts)):
             yield 2 * int(slot), order[starts[slot] : starts[slot + 1]]
 
+    def _run_by_age(self, ids: np.ndarray, job) -> None:
+        """For each age of the batch, ``job(sel, layer)`` gives a ``(kernel, n, args)`` block job; the jobs run in
+        parallel blocks (:func:`solver.threads.run_blocks`), all at once unless the layers outgrow the memory
+        budget: then the pending ones run before a new layer is loaded, so that their layers stay resident."""
+        jobs = []
+        for age, sel in self._groups(ids):
+            if jobs and age not in self._open and self.resident_bytes >= self.memory_limit:
+                run_blocks(jobs, MIN_BLOCK)
+                jobs = []
+            jobs.append(job(sel, self.layer(age)))
+        run_blocks(jobs, MIN_BLOCK)
+
     def q_values(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(q float64[n, 4], status int8[n])`` of packed boards (see :func:`q_values_group`)."""
+        """``(q float64[n, 4], status int8[n])`` of packed boards (see :func:`q_values_block`), on
+        ``numba.get_num_threads()`` threads."""
         n = ids.shape[0]
         q = np.full((n, 4), np.nan)
         status = np.zeros(n, np.int8)
-        T, spec = self.T, self.spec
-        score = spec.objective == "score"
-        kernel = q_values_group if n >= SERIAL_BELOW else q_values_group_serial
-        for age, sel in self._groups(ids):
-            L = self.layer(age)
-            kernel(sel, ids, q, status, T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes, self.rules, score,
-                   self.P, self.shifts, L.coded, L.half_age, L.upper, L.samples, L.lower, L.n, L.n_bits, L.low_bits,
-                   L.words, L.width, L.is_float, L.base, L.ids, L.vals)  # fmt: skip
+        T, rules, score = self.T, self.rules, self.spec.objective == "score"
+
+        def job(sel, L):
+            return q_values_block, sel.shape[0], (
+                sel, ids, q, status, T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes, rules, score, self.P,
+                self.shifts, L.coded, L.half_age, L.upper, L.samples, L.lower, L.n, L.n_bits, L.low_bits, L.words,
+                L.width, L.is_float, L.base, L.ids, L.vals)  # fmt: skip
+
+        self._run_by_age(ids, job)
         return q, status
 
     def afterstate_values(self, ids: np.ndarray) -> np.ndarray:
         """``float64[n]``: values of packed afterstates (any symmetry), NaN where not stored."""
         out = np.full(ids.shape[0], np.nan)
         T = self.T
-        for age, sel in self._groups(ids):
-            L = self.layer(age)
-            afterstate_values_group(sel, ids, out, T.rows, T.cols, T.sym_lines, T.sym_bytes, self.P, self.shifts,
-                                    L.coded, L.half_age, L.upper, L.samples, L.lower, L.n, L.n_bits, L.low_bits,
-                                    L.words, L.width, L.is_float, L.base, L.ids, L.vals)  # fmt: skip
+
+        def job(sel, L):
+            return afterstate_values_block, sel.shape[0], (
+                sel, ids, out, T.rows, T.cols, T.sym_lines, T.sym_bytes, self.P, self.shifts, L.coded, L.half_age,
+                L.upper, L.samples, L.lower, L.n, L.n_bits, L.low_bits, L.words, L.width, L.is_float, L.base, L.ids,
+                L.vals)  # fmt: skip
+
+        self._run_by_age(ids, job)
         return out

@@ -18,7 +18,7 @@ from env2048.rules import ILLEGAL, PLAY, SUCCESS, move_outcome
 from . import buffers
 from .kernels import ADVERSARIAL, OPTIMISTIC, RANDOM, _child_canonical, _images, chunk_bounds
 from .prefetch import prefetch
-from .threads import run_parallel
+from .threads import block_kernel, run_parallel
 from .value_index import find, home_slot
 
 #: Boards whose lookups are issued together (afterstates: up to 2 x cells keys each; states: up to 4).
@@ -51,23 +51,28 @@ def afterstate_values_grouped(afterstates, sym_shift, sym_bytes, p4, model, inde
     out = buffers.empty(n, np.float64)
     missing = np.full(n_chunks, -1, np.int64)
     bounds = chunk_bounds(n, n_chunks)
+    cells = sym_shift.shape[1]
+    scratch = np.empty((n_chunks, sym_shift.shape[0] + 2 * group * cells), np.uint64)
     run_parallel(_afterstate_values_chunks, n_chunks, afterstates, sym_shift, sym_bytes, float(p4), model, index2,
-                 index4, bounds, group, out, missing)  # fmt: skip
+                 index4, bounds, group, out, missing, scratch)  # fmt: skip
     return out, int(missing.max())
 
 
-@numba.njit(cache=True, nogil=True)
+@block_kernel
 def _afterstate_values_chunks(lo_chunk, hi_chunk, afterstates, sym_shift, sym_bytes, p4, model, index2, index4,
-                              bounds, group, out, missing):  # fmt: skip
+                              bounds, group, out, missing, scratch):  # fmt: skip
+    """Chunks ``lo_chunk .. hi_chunk-1`` of :func:`afterstate_values_grouped`; ``scratch[ch]``: chunk ``ch``'s
+    symmetry images and the group's child keys (``uint64[n_sym + 2 * group * cells]``)."""
     cells = sym_shift.shape[1]
+    n_sym = sym_shift.shape[0]
     table2, vals2, shift2 = index2
     table4, vals4, shift4 = index4
     with_two = p4 < 1.0
     with_four = p4 > 0.0
-    imgs = np.empty(sym_shift.shape[0], np.uint64)
-    keys2 = np.empty(group * cells, np.uint64)
-    keys4 = np.empty(group * cells, np.uint64)
     for ch in range(lo_chunk, hi_chunk):
+        imgs = scratch[ch, :n_sym]
+        keys2 = scratch[ch, n_sym : n_sym + group * cells]
+        keys4 = scratch[ch, n_sym + group * cells :]
         for g in range(bounds[ch], bounds[ch + 1], group):
             g_end = min(g + group, bounds[ch + 1])
             k = 0

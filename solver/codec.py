@@ -36,7 +36,7 @@ from env2048.tables import board_tables
 
 from . import buffers
 from .bits import get_field, pack_fields, popcount64, trailing_zeros64, unpack_fields, words_for
-from .threads import run_parallel
+from .threads import block_kernel, run_parallel
 
 #: mantissa bits of the ``float`` value code: relative error <= 2**-20 = 9.54e-7 (bound: 1e-6)
 FLOAT_MANTISSA_BITS = 19
@@ -317,19 +317,23 @@ def ranks_of(ids, half_age, P, cells):
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@block_kernel
 def _ranks_block(lo, hi, ids, half_age, P, cells, out):
     for i in range(lo, hi):
         out[i] = board_rank(ids[i], half_age, P, cells)
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
 def boards_of_ranks(ranks, half_age, C, orbit, cells):
-    """``uint64[n]`` packed boards of age ``2 * half_age`` with the given ranks."""
-    out = np.empty(ranks.shape[0], np.uint64)
-    for i in numba.prange(ranks.shape[0]):
-        out[i] = board_unrank(ranks[i], half_age, C, orbit, cells)
+    """``uint64[n]`` packed boards of age ``2 * half_age`` with the given ranks (``uint64[n]``)."""
+    out = buffers.empty(ranks.shape[0], np.uint64)
+    run_parallel(_unrank_block, ranks.shape[0], ranks, half_age, C, orbit, cells, out, min_block=1 << 12)
     return out
+
+
+@block_kernel
+def _unrank_block(lo, hi, ranks, half_age, C, orbit, cells, out):
+    for i in range(lo, hi):
+        out[i] = board_unrank(ranks[i], half_age, C, orbit, cells)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -474,13 +478,18 @@ def ef_find(upper, samples, lower, n, n_bits, low_bits, r):
     return -1
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
 def ef_find_many(upper, samples, lower, n, n_bits, low_bits, ranks):
-    """``int64[m]``: :func:`ef_find` of each rank."""
+    """``int64[m]``: :func:`ef_find` of each rank (``uint64[m]``)."""
     out = np.empty(ranks.shape[0], np.int64)
-    for i in numba.prange(ranks.shape[0]):
-        out[i] = ef_find(upper, samples, lower, n, n_bits, low_bits, ranks[i])
+    run_parallel(_ef_find_block, ranks.shape[0], upper, samples, lower, n, n_bits, low_bits, ranks, out,
+                 min_block=1 << 12)  # fmt: skip
     return out
+
+
+@block_kernel
+def _ef_find_block(lo, hi, upper, samples, lower, n, n_bits, low_bits, ranks, out):
+    for i in range(lo, hi):
+        out[i] = ef_find(upper, samples, lower, n, n_bits, low_bits, ranks[i])
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from env2048.kernels import age_packed, canonical_packed
 from env2048.rules import ILLEGAL, PLAY, move_outcome
 
 from . import buffers
-from .threads import run_parallel
+from .threads import block_kernel, run_parallel
 
 #: spawn model codes, in the order of :data:`solver.spec.SPAWN_MODELS`
 RANDOM, ADVERSARIAL, OPTIMISTIC, PESSIMISTIC = 0, 1, 2, 3
@@ -174,7 +174,7 @@ def merge_runs(buf, starts, counts, part=MERGE_PART):
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@block_kernel
 def _cut_runs(lo, hi, buf, starts, counts, splitters, cuts):
     """Runs ``lo .. hi-1``: ``cuts[r]``, where each splitter falls in run ``r``."""
     n_parts = cuts.shape[1] - 1
@@ -187,7 +187,7 @@ def _cut_runs(lo, hi, buf, starts, counts, splitters, cuts):
         cuts[r, n_parts] = end
 
 
-@numba.njit(cache=True, nogil=True)
+@block_kernel
 def _gather_parts(lo, hi, buf, cuts, offsets, gathered):
     """Parts ``lo .. hi-1``: copy each run's piece of part ``p`` to ``gathered[offsets[p]:]``, run after run."""
     for p in range(lo, hi):
@@ -233,7 +233,7 @@ def _merge_parts(lo, hi, gathered, scratch, cuts, offsets, unique, in_scratch):
         in_scratch[p] = flipped
 
 
-@numba.njit(cache=True, nogil=True)
+@block_kernel
 def _concatenate_parts(lo, hi, gathered, scratch, in_scratch, offsets, out_offsets, out):
     """Parts ``lo .. hi-1``: copy each part's merged keys to ``out[out_offsets[p]:]``."""
     for p in range(lo, hi):
@@ -252,9 +252,9 @@ def expand_states(states, T, cells, rules, n_chunks):
     ``int64[n_chunks]`` / ``int64[n_chunks]``; feed them to :func:`merge_runs`) and the number of terminal states
     (no allowed move).  Afterstates of moves that succeed or fail end the game and are left out.
 
-    The one kernel still on numba's parfors (``prange``): as a serial kernel on :mod:`solver.threads` it ran
-    1.3-1.5x slower here (one 4x3 layer, one thread, same inputs), worth more than its extra ~5 s of first
-    compilation.
+    On numba's parfors (``prange``), with :func:`solver.bellman.state_values_grouped`: as a serial kernel on
+    :mod:`solver.threads` it ran 1.3-1.5x slower here (one 4x3 layer, one thread, same inputs), worth more than
+    its extra ~5 s of first compilation.
     """
     n = states.shape[0]
     rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes

@@ -26,7 +26,7 @@ from .forward import n_chunks_for
 from .kernels import TIE_TOLERANCE, _sort_unique_inplace, chunk_bounds, merge_runs
 from .prefetch import prefetch
 from .spec import SolveSpec
-from .threads import run_parallel
+from .threads import block_kernel, run_parallel
 from .value_index import ValueIndex, find, home_slot
 
 NO_KEY = np.uint64(0)  # the empty board: never an afterstate
@@ -41,30 +41,34 @@ class Moves(NamedTuple):
     rewards: np.ndarray
 
 
-@numba.njit(cache=True, parallel=True, nogil=True)
 def _state_moves(states, T, rules, score_rewards, n_chunks):
+    """``(keys uint64[n, 4], rewards uint32[n, 4])`` of ``states`` (see :class:`Moves`), on the threads."""
     n = states.shape[0]
-    rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
     keys = np.zeros((n, 4), np.uint64)
     rewards = np.zeros((n, 4), np.uint32)
-    bounds = chunk_bounds(n, n_chunks)
-    for ch in numba.prange(n_chunks):
-        for i in range(bounds[ch], bounds[ch + 1]):
-            s = states[i]
-            for a in range(4):
-                after, reward, outcome = move_outcome(s, a, rows, cols, moves, rules)
-                if outcome == ILLEGAL:
-                    continue
-                if score_rewards:
-                    rewards[i, a] = np.uint32(reward)
-                if outcome == SUCCESS:
-                    rewards[i, a] |= WIN_FLAG
-                    continue
-                if outcome == FAILURE:
-                    rewards[i, a] |= FAIL_FLAG
-                    continue
-                keys[i, a] = canonical_packed(after, rows, cols, sym_lines, sym_bytes)
+    run_parallel(_state_moves_chunks, n_chunks, states, T, rules, score_rewards, chunk_bounds(n, n_chunks), keys,
+                 rewards)  # fmt: skip
     return keys, rewards
+
+
+@block_kernel
+def _state_moves_chunks(lo, hi, states, T, rules, score_rewards, bounds, keys, rewards):
+    rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
+    for i in range(bounds[lo], bounds[hi]):
+        s = states[i]
+        for a in range(4):
+            after, reward, outcome = move_outcome(s, a, rows, cols, moves, rules)
+            if outcome == ILLEGAL:
+                continue
+            if score_rewards:
+                rewards[i, a] = np.uint32(reward)
+            if outcome == SUCCESS:
+                rewards[i, a] |= WIN_FLAG
+                continue
+            if outcome == FAILURE:
+                rewards[i, a] |= FAIL_FLAG
+                continue
+            keys[i, a] = canonical_packed(after, rows, cols, sym_lines, sym_bytes)
 
 
 def _sorted_runs(keys, key_bits, n_chunks):
@@ -96,16 +100,16 @@ def _values_from_moves(keys, rewards, after_index, n_chunks, tie_rel, tie_abs, g
     best = buffers.zeros(n, np.uint8)
     missing = np.full(n_chunks, -1, np.int64)
     run_parallel(_values_from_moves_chunks, n_chunks, keys, rewards, after_index, chunk_bounds(n, n_chunks),
-                 float(tie_rel), float(tie_abs), group, values, best, missing)  # fmt: skip
+                 float(tie_rel), float(tie_abs), group, values, best, missing, np.empty((n_chunks, 4)))  # fmt: skip
     return values, best, int(missing.max())
 
 
-@numba.njit(cache=True, nogil=True)
+@block_kernel
 def _values_from_moves_chunks(lo, hi, keys, rewards, after_index, bounds, tie_rel, tie_abs, group, values, best,
-                              missing):  # fmt: skip
+                              missing, q_of_chunk):  # fmt: skip
     a_table, a_vals, a_shift = after_index
-    q = np.empty(4, np.float64)
     for ch in range(lo, hi):
+        q = q_of_chunk[ch]
         for g in range(bounds[ch], bounds[ch + 1], group):
             g_end = min(g + group, bounds[ch + 1])
             for i in range(g, g_end):

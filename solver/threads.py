@@ -2,9 +2,10 @@
 
 numba's ``parallel=True`` (parfors) spends 3-5 s compiling each kernel on first use, most of a kernel's whole
 compilation; a serial kernel that releases the GIL, called from a pool of threads on disjoint blocks, runs just as
-parallel and compiles in about a third of the time (docs/solver-performance.md, "First use").  The kernels that
-move boards and take their canonical forms (``expand_states``, ``state_values_grouped``, ``_state_moves``) stay
-on parfors: as serial kernels here they ran 1.1-1.5x slower, for a reason in the generated code not found yet.
+parallel and compiles in about a third of the time (docs/solver-performance.md, "First use").  Compiled with
+:func:`block_kernel` (no reference counting) it also runs as fast as the same body under ``prange``.  Two kernels
+stay on parfors, ``expand_states`` and ``state_values_grouped``: they allocate per-chunk buffers, and the state
+kernel still ran ~15% slower as a block kernel (3x3 backward pass, same inputs).
 
 A kernel here is ``kernel(lo, hi, *args)``: it does items ``lo .. hi - 1`` of its work and writes only their own
 parts of the output arrays it is given, so results never depend on the number of threads or on the blocks.
@@ -29,6 +30,37 @@ def _pool(threads: int) -> ThreadPoolExecutor:
         if threads not in _pools:
             _pools[threads] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="solver-kernel")
         return _pools[threads]
+
+
+def block_kernel(func):
+    """Compile ``func`` as a block kernel: numba ``nogil``, cached, and without numba's reference counting
+    (``_nrt=False``).  With reference counting, a serial kernel increments and decrements, atomically, every
+    array it hands to an inlined helper, on every item, and ran 1.3-1.6x slower than the same body under
+    ``prange`` (whose arrays carry no reference count); without it the two run alike (docs/solver-performance.md,
+    "First use").  The price: a block kernel cannot allocate arrays; it writes into the ones it is given."""
+    return numba.njit(cache=True, nogil=True, _nrt=False)(func)
+
+
+def run_blocks(jobs, min_block: int = 1) -> None:
+    """Run several block kernels as one parallel step: ``jobs`` is a list of ``(kernel, n_items, args)``, each
+    cut into blocks of about ``total / (threads * BLOCKS_PER_THREAD)`` items (at least ``min_block``), all put on
+    the pool at once, so that many small jobs (an oracle batch spread over many ages) cost one wait.  With one
+    thread, or less work than one block, the jobs run in the calling thread.  Re-raises the first block's error."""
+    threads = numba.get_num_threads()
+    total = sum(n for _, n, _ in jobs)
+    block = max(1, min_block, -(-total // (threads * BLOCKS_PER_THREAD)))
+    if threads == 1 or total <= block:
+        for kernel, n, args in jobs:
+            kernel(0, n, *args)
+        return
+    futures = []
+    for kernel, n, args in jobs:
+        parts = max(1, -(-n // block))
+        edges = [(n * k) // parts for k in range(parts + 1)]
+        futures += [_pool(threads).submit(kernel, edges[k], edges[k + 1], *args) for k in range(parts)]
+    wait(futures)
+    for future in futures:
+        future.result()
 
 
 def run_parallel(kernel, n_items: int, *args, min_block: int = 1) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 
 from . import buffers
 from .kernels import chunk_bounds
-from .threads import run_parallel
+from .threads import block_kernel, run_parallel
 
 HASH_MULT = np.uint64(0x9E3779B97F4A7C15)
 #: Partitions of a parallel build (each a contiguous range of slots); small tables are built in one.
@@ -93,14 +93,14 @@ def _part_of(key, part_bits):
     return ((key * HASH_MULT) >> np.uint64(64 - part_bits)) if part_bits > 0 else np.uint64(0)
 
 
-@numba.njit(cache=True, nogil=True)
+@block_kernel
 def _count_parts(lo, hi, ids, bounds, part_bits, counts):
     for ch in range(lo, hi):
         for i in range(bounds[ch], bounds[ch + 1]):
             counts[ch, _part_of(ids[i], part_bits)] += 1
 
 
-@numba.njit(cache=True, nogil=True)
+@block_kernel
 def _scatter_parts(lo, hi, ids, values, bounds, part_bits, offsets, order_ids, order_vals):
     for ch in range(lo, hi):
         for i in range(bounds[ch], bounds[ch + 1]):
@@ -110,7 +110,7 @@ def _scatter_parts(lo, hi, ids, values, bounds, part_bits, offsets, order_ids, o
             offsets[ch, p] += 1
 
 
-@numba.njit(cache=True, nogil=True)
+@block_kernel
 def _fill_parts(lo, hi, table, vbits, order_ids, order_vals, starts, shift, left):
     part_size = table.shape[0] // (starts.shape[0] - 1)
     for p in range(lo, hi):

@@ -21,7 +21,7 @@ from solver.kernels import (
     radix_sort,
     spawn_children,
 )
-from solver.threads import run_parallel
+from solver.threads import block_kernel, run_blocks, run_parallel
 
 import naive
 from conftest import PACKED_SHAPES, boards
@@ -123,5 +123,32 @@ def test_run_parallel_does_every_item_once_and_reraises():
 
         with pytest.raises(ValueError, match="the last block"):
             run_parallel(last_block_fails, 10)
+    finally:
+        numba.set_num_threads(previous)
+
+
+@block_kernel
+def _count_block(lo, hi, sel, out):
+    for j in range(lo, hi):
+        out[sel[j]] += 1
+
+
+@pytest.mark.parametrize("sizes, min_block", [([0, 1, 5, 300, 2, 1000], 1), ([7, 3], 256), ([4000], 16)])
+def test_run_blocks_does_every_item_of_every_job_once(sizes, min_block):
+    previous = numba.get_num_threads()
+    numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    try:
+        hits = np.zeros(sum(sizes), np.int64)
+        offsets = np.cumsum([0] + sizes)
+        jobs = [(_count_block, n, (np.arange(offsets[k], offsets[k] + n), hits)) for k, n in enumerate(sizes)]
+        run_blocks(jobs, min_block)
+        assert hits.tolist() == [1] * hits.size
+
+        def last_block_fails(lo, hi):
+            if hi == 10:
+                raise ValueError("the last block")
+
+        with pytest.raises(ValueError, match="the last block"):
+            run_blocks([(_count_block, 5, (np.arange(5), np.zeros(5, np.int64))), (last_block_fails, 10, ())])
     finally:
         numba.set_num_threads(previous)
