@@ -178,11 +178,13 @@ def evaluate_policy(oracle, agent, progress: bool = True, batch: int = 1 << 18, 
         ids, weight = _merge(pending.pop(age))
         n_states += ids.size
         gap = 0.0
+        lives = []
         for lo in range(0, ids.size, batch):
             part, w = ids[lo : lo + batch], weight[lo : lo + batch]
             boards = B.unpack(part, spec.rows, spec.cols)
             masks = legal_masks(part, spec.rows, spec.cols, T.moves, rules)
             live = masks.any(axis=1)
+            lives.append(live)
             policy = np.zeros(masks.shape)
             if live.any():
                 q = oracle.q_values(part[live])
@@ -199,8 +201,7 @@ def evaluate_policy(oracle, agent, progress: bool = True, batch: int = 1 << 18, 
                     nz = cw > 0
                     pending.setdefault(child_age, []).append((c[nz], cw[nz]))
         out_ages.append(age)
-        live_ids = legal_masks(ids, spec.rows, spec.cols, T.moves, rules).any(axis=1)
-        visits.append(float(weight[live_ids].sum()) if ids.size else 0)
+        visits.append(float(weight[np.concatenate(lives)].sum()) if ids.size else 0)
         gaps.append(gap)
         bar.update()
     bar.close()

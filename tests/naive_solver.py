@@ -71,32 +71,42 @@ class NaiveSolver:
 
     def _reachable(self) -> tuple[set[int], set[int], int]:
         """``(canonical states, canonical afterstates, terminal count)`` reachable from the start, by search
-        over raw boards; win afterstates are not expanded."""
-        dist = naive.start_distribution(self.rows, self.cols, self.p4)
-        todo = [naive.unpack(k, self.rows, self.cols) for k, p in dist.items() if p > 0]
-        seen = {naive.pack(g) for g in todo}
-        states, afterstates = set(), set()
-        while todo:
-            grid = todo.pop()
-            states.add(naive.canonical(grid))
-            for action in range(4):
-                after, _ = naive.move(grid, action)
-                if after == grid:
-                    continue
-                if self.wins(after):
-                    continue
-                afterstates.add(naive.canonical(after))
-                for exponent, _ in self.tiles():
-                    for r, c in naive.empty_cells(after):
-                        child = [row[:] for row in after]
-                        child[r][c] = exponent
-                        key = naive.pack(child)
-                        if key not in seen:
-                            seen.add(key)
-                            todo.append(child)
-        terminal_canonical = len({naive.canonical(naive.unpack(k, self.rows, self.cols)) for k in seen
-                                  if not any(naive.legal(naive.unpack(k, self.rows, self.cols)))})  # fmt: skip
-        return states, afterstates, terminal_canonical
+        over raw boards; win afterstates are not expanded.  The spawn model does not change what is reachable,
+        so games that differ only in it share one search."""
+        return _reachable(self.rows, self.cols, self.target, self.p4)
+
+
+@functools.cache
+def _reachable(rows: int, cols: int, target: int | None, p4: float) -> tuple[set[int], set[int], int]:
+    dist = naive.start_distribution(rows, cols, p4)
+    tiles = [e for e, p in ((1, 1 - p4), (2, p4)) if p > 0]
+    todo = [naive.unpack(k, rows, cols) for k, p in dist.items() if p > 0]
+    seen = {naive.pack(g) for g in todo}
+    states, afterstates, terminal = set(), set(), set()
+    while todo:
+        grid = todo.pop()
+        key = naive.canonical(grid)
+        states.add(key)
+        moved = False
+        for action in range(4):
+            after, _ = naive.move(grid, action)
+            if after == grid:
+                continue
+            moved = True
+            if target is not None and max(max(row) for row in after) >= target:
+                continue
+            afterstates.add(naive.canonical(after))
+            for exponent in tiles:
+                for r, c in naive.empty_cells(after):
+                    child = [row[:] for row in after]
+                    child[r][c] = exponent
+                    packed = naive.pack(child)
+                    if packed not in seen:
+                        seen.add(packed)
+                        todo.append(child)
+        if not moved:
+            terminal.add(key)
+    return states, afterstates, len(terminal)
 
 
 def shared_solver(rows: int, cols: int, objective: str = "score", p4: float = 0.1, spawn: str = "random"):

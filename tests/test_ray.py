@@ -1,5 +1,6 @@
-"""The Ray backend on a private one-node Ray (127.0.0.1, 2 CPUs): tables bit-identical to the local build's for
-several shard counts, a build driven from the command line, and a clear error for a table file."""
+"""The Ray backend on a private one-node Ray (127.0.0.1, 2 CPUs): tables bit-identical to the local build's (its
+golden checksums) for several shard counts, a build driven from the command line, and a clear error for a table
+file."""
 
 from __future__ import annotations
 
@@ -8,8 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from golden_tables import golden
-from ray_helpers import GOLDEN_NAMES, SPECS, checksums, local_reference, require_ray
+from ray_helpers import SPECS, checksums, golden_checksums, require_ray
 from sockets import SocketWatch
 
 from solver.sharded import build_sharded
@@ -25,25 +25,16 @@ def ray_local():
         yield ray
 
 
-@pytest.fixture(scope="module")
-def references(tmp_path_factory):
-    root = tmp_path_factory.mktemp("reference")
-    refs = {name: local_reference(root, name) for name in SPECS}
-    for name, path in refs.items():  # the one-process build itself still writes the golden tables
-        assert checksums(path) == golden(GOLDEN_NAMES[name])
-    return refs
-
-
 #: (table, shards, shard_min): shard_min=0 cuts every age from the fourth on; 2x4's largest ages have 12,807
 #: afterstates and 3x3-to-256's 31,844, so the others cut about 60 and 80 of their largest ages.
 CASES = [("2x3", 2, 0), ("2x3", 3, 0), ("2x4", 3, 10_000), ("3x3-256", 2, 20_000)]
 
 
 @pytest.mark.parametrize(("name", "n_shards", "shard_min"), CASES)
-def test_ray_tables_are_identical_to_the_local_build(ray_local, references, tmp_path, name, n_shards, shard_min):
+def test_ray_tables_are_identical_to_the_local_build(ray_local, tmp_path, name, n_shards, shard_min):
     out = tmp_path / name
     report = build_sharded(RayEngine(), SPECS[name], out, n_shards, progress=False, shard_min=shard_min)
-    assert checksums(out) == checksums(references[name])
+    assert checksums(out) == golden_checksums(name)
     assert report.threads == n_shards
 
 
@@ -73,7 +64,7 @@ def test_every_shard_runs_as_a_ray_task(ray_local, tmp_path):
     assert len(on_ray) > 10 * len([1 for _, whole in calls if whole])
 
 
-def test_cli_builds_on_a_private_ray_on_the_loopback(references, tmp_path):
+def test_cli_builds_on_a_private_ray_on_the_loopback(tmp_path):
     """The CLI's private Ray builds the same table, and every socket of every process it starts (GCS, raylet,
     dashboard, agents, workers), watched from start to shutdown, is on a loopback address."""
     out = tmp_path / "cli"
@@ -86,7 +77,7 @@ def test_cli_builds_on_a_private_ray_on_the_loopback(references, tmp_path):
         stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr
     assert "on 2 shards" in stdout
-    assert checksums(out) == checksums(references["2x3"])
+    assert checksums(out) == golden_checksums("2x3")
     names = {name for name, _ in watch.listeners()}
     assert {"gcs_server", "raylet"} <= names, f"the watch saw no Ray listener in {watch.samples} samples: {names}"
     assert watch.off_loopback() == []
