@@ -32,6 +32,19 @@ def _pool(threads: int) -> ThreadPoolExecutor:
         return _pools[threads]
 
 
+def _run_here(kernel, lo: int, hi: int, args) -> None:
+    """``kernel(lo, hi, *args)`` from the calling thread, except a numba kernel's first call (its compilation, or
+    its load from the cache), which goes to a pool thread.  Compiling recurses deeply in Python, and CPython 3.11
+    frees a frame-stack chunk whenever the stack returns below it (cpython gh-142183, fixed from 3.13): a
+    compilation started deep in a caller's stack (inside pytest, for instance) can cross a chunk boundary
+    millions of times, each an mmap and munmap.  The oracle's lookup kernel compiled in 15 s there (8 s of it in
+    the kernel) against 5 s from a shallow stack; a pool thread's stack is always shallow."""
+    if getattr(kernel, "signatures", True):
+        kernel(lo, hi, *args)
+    else:
+        _pool(1).submit(kernel, lo, hi, *args).result()
+
+
 def block_kernel(func):
     """Compile ``func`` as a block kernel: numba ``nogil``, cached, and without numba's reference counting
     (``_nrt=False``).  With reference counting, a serial kernel increments and decrements, atomically, every
@@ -51,7 +64,7 @@ def run_blocks(jobs, min_block: int = 1) -> None:
     block = max(1, min_block, -(-total // (threads * BLOCKS_PER_THREAD)))
     if threads == 1 or total <= block:
         for kernel, n, args in jobs:
-            kernel(0, n, *args)
+            _run_here(kernel, 0, n, args)
         return
     futures = []
     for kernel, n, args in jobs:
@@ -71,7 +84,7 @@ def run_parallel(kernel, n_items: int, *args, min_block: int = 1) -> None:
     threads = numba.get_num_threads()
     n_blocks = min(n_items // max(1, min_block), threads * BLOCKS_PER_THREAD)
     if threads == 1 or n_blocks <= 1:
-        kernel(0, n_items, *args)
+        _run_here(kernel, 0, n_items, args)
         return
     edges = [(n_items * k) // n_blocks for k in range(n_blocks + 1)]
     futures = [_pool(threads).submit(kernel, edges[k], edges[k + 1], *args) for k in range(n_blocks)]

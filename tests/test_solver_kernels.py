@@ -152,3 +152,32 @@ def test_run_blocks_does_every_item_of_every_job_once(sizes, min_block):
             run_blocks([(_count_block, 5, (np.arange(5), np.zeros(5, np.int64))), (last_block_fails, 10, ())])
     finally:
         numba.set_num_threads(previous)
+
+
+def test_a_kernels_first_call_compiles_on_a_pool_thread():
+    """The first call of a numba kernel (its compilation) runs on a pool thread, whose Python stack is shallow
+    (solver.threads._run_here: CPython 3.11's frame-chunk thrash); later calls run in the calling thread."""
+    import threading
+
+    from numba.core import event
+
+    @numba.njit(nogil=True)  # not cached: it compiles on every run of the test
+    def fill(lo, hi, out):
+        for i in range(lo, hi):
+            out[i] = i
+
+    threads = []
+
+    class Listener(event.Listener):
+        def on_start(self, ev):
+            if ev.data["dispatcher"] is fill:
+                threads.append(threading.current_thread().name)
+
+        def on_end(self, ev):
+            pass
+
+    out = np.zeros(3, np.int64)
+    with event.install_listener("numba:compile", Listener()):
+        run_parallel(fill, 3, out, min_block=10)
+    assert out.tolist() == [0, 1, 2]
+    assert len(threads) == 1 and threads[0].startswith("solver-kernel"), threads
