@@ -44,8 +44,8 @@ class Moves(NamedTuple):
 def _state_moves(states, T, rules, score_rewards, n_chunks):
     """``(keys uint64[n, 4], rewards uint32[n, 4])`` of ``states`` (see :class:`Moves`), on the threads."""
     n = states.shape[0]
-    keys = np.zeros((n, 4), np.uint64)
-    rewards = np.zeros((n, 4), np.uint32)
+    keys = buffers.zeros(n, np.uint64, width=4)  # numba's allocation, as the parfors kernel had (solver.buffers)
+    rewards = buffers.zeros(n, np.uint32, width=4)
     run_parallel(_state_moves_chunks, n_chunks, states, T, rules, score_rewards, chunk_bounds(n, n_chunks), keys,
                  rewards)  # fmt: skip
     return keys, rewards

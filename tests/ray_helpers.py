@@ -7,7 +7,6 @@ from golden_tables import golden
 
 from solver.ray_engine import no_cloud_probes, private_ray_environment
 from solver.spec import SolveSpec
-from solver.store import Table
 
 private_ray_environment()  # before anything imports Ray: loopback only, no usage statistics
 
@@ -26,11 +25,6 @@ GOLDEN_NAMES = {"2x3": "2x3-score", "2x4": "2x4-score", "3x3-256": "3x3-tile8"}
 
 def require_ray():
     return pytest.importorskip("ray", reason="Ray is not installed: pip install -e '.[distributed]' (make test does)")
-
-
-def checksums(path) -> dict[str, str]:
-    with Table(path) as t:
-        return t.stored_checksums()
 
 
 def golden_checksums(name: str) -> dict[str, str]:

@@ -9,7 +9,8 @@ import subprocess
 import sys
 
 import pytest
-from ray_helpers import SPECS, checksums, golden_checksums, require_ray
+from golden_tables import checksums_of as checksums
+from ray_helpers import SPECS, golden_checksums, require_ray
 from sockets import SocketWatch
 
 from solver.sharded import build_sharded

@@ -5,7 +5,8 @@ it: starting one costs more than a 2x3 build."""
 
 from __future__ import annotations
 
-from ray_helpers import SPECS, checksums, golden_checksums, require_ray, start_cluster
+from golden_tables import checksums_of as checksums
+from ray_helpers import SPECS, golden_checksums, require_ray, start_cluster
 from sockets import SocketWatch
 
 from solver.sharded import build_sharded
