@@ -99,9 +99,10 @@ def run_backward(
             nexts = layer_values(age + 2), layer_values(age + 4)
             s_values, best, a_values = solve_age(spec, states, afterstates, *nexts)
             on_age(age, s_values, best, a_values)
-            window[age] = build_value_index(states, s_values)
+            del nexts
             for old in [k for k in window if k > age + 2]:
-                del window[old]  # ages a-2 and a-4 need only a, a+2 from here on
+                del window[old]  # ages a-2 and a-4 need only a, a+2 from here on: two tables at a time, not three
+            window[age] = build_value_index(states, s_values)
             work += states.size + afterstates.size
             rate = work / max(time.perf_counter() - t0, 1e-9)
             bar.set_postfix_str(f"age {age}, {rate:,.0f} states+afterstates/s", refresh=False)

@@ -1,9 +1,9 @@
 """``build``: forward pass, backward pass and table writing, resumable through a work directory.
 
 Coding and disk traffic run on one background thread while the numba kernels (which release the GIL) compute:
-each finished age is coded and saved to the work directory (for resuming) and, in the backward pass, written to
-the table.  Forward layers are also kept in memory up to ``HOLD_BYTES`` so that the backward pass need not
-decode them again.
+each finished age is coded and saved to the work directory (for resuming, and for the backward pass) and, in the
+backward pass, written to the table.  Forward layers are also kept in memory up to ``HOLD_BYTES`` so that the
+backward pass need not decode them again.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .derive import derive_states
 from .forward import canonical_starts, run_forward
 from .spec import SolveSpec
 from .store import TableWriterV1
-from .table_v2 import CodedLayer, TableWriterV2, age_path, decode_afterstates, encode_afterstates
+from .table_v2 import CodedLayer, TableWriterV2, age_path, decode_boards, encode_boards
 from .workdir import AgeCount, WorkDir
 
 #: Forward layers kept in memory for the backward pass (beyond this they are decoded from the work dir).
@@ -114,8 +114,9 @@ class BackgroundWriter:
 
 class ForwardLayers:
     """The forward pass's layers for the backward pass: raw arrays held in memory up to ``HOLD_BYTES``, the rest
-    decoded from the work directory's coded afterstates (states derived from the afterstates of ages - 2 and
-    - 4).  A few decoded afterstate layers are cached, since consecutive ages share them."""
+    decoded from the work directory's coded states and afterstates.  Ages journalled without their states (by a
+    release that kept afterstates only) have their states derived from the afterstates of ages - 2 and - 4; for
+    those, a few decoded afterstate layers are cached, since consecutive ages share them."""
 
     def __init__(self, spec: SolveSpec, work: WorkDir, ages: set[int]):
         self.spec, self.work, self.ages = spec, work, ages
@@ -129,13 +130,14 @@ class ForwardLayers:
             self.held[age] = (states, afterstates)
             self.held_bytes += states.nbytes + afterstates.nbytes
 
-    def coded(self, age: int) -> tuple[np.ndarray, np.ndarray, int]:
-        """``(upper, lower, low_bits)`` of an age's afterstates, as journalled."""
+    def coded(self, age: int, kind: str = "ids") -> tuple[np.ndarray, np.ndarray, int]:
+        """``(upper, lower, low_bits)`` of an age's afterstates (``kind="ids"``, as the table stores them) or
+        states (``kind="states"``), as journalled."""
         count = self.work.forward_count(age)
-        upper = self.work.load("forward", age, "ids_upper")
-        lower = self.work.load("forward", age, "ids_lower")
+        upper = self.work.load("forward", age, f"{kind}_upper")
+        lower = self.work.load("forward", age, f"{kind}_lower")
         universe = codec.shape_universe(self.spec.rank_shape, age)
-        return upper, lower, codec.low_bits_for(count.afterstates, universe)
+        return upper, lower, codec.low_bits_for(count.afterstates if kind == "ids" else count.states, universe)
 
     def afterstates(self, age: int) -> np.ndarray:
         if age in self.held:
@@ -146,15 +148,22 @@ class ForwardLayers:
             if age not in self._decoded:
                 if len(self._decoded) >= 4:
                     self._decoded.pop(max(self._decoded, key=lambda a: abs(a - age)))
-                upper, lower, low_bits = self.coded(age)
-                n = self.work.forward_count(age).afterstates
-                self._decoded[age] = decode_afterstates(age, upper, lower, n, low_bits, self.spec)
+                self._decoded[age] = self.decoded(age, "ids")
             return self._decoded[age]
+
+    def decoded(self, age: int, kind: str) -> np.ndarray:
+        """An age's afterstates (``kind="ids"``) or states (``"states"``) decoded from the work directory."""
+        upper, lower, low_bits = self.coded(age, kind)
+        count = self.work.forward_count(age)
+        n = count.afterstates if kind == "ids" else count.states
+        return decode_boards(age, upper, lower, n, low_bits, self.spec)
 
     def layer(self, age: int) -> tuple[np.ndarray, np.ndarray]:
         """``(states, afterstates)`` of an age, sorted canonical ``uint64``."""
         if age in self.held:
             return self.held[age]
+        if self.work.has("forward", age, "states_upper"):
+            return self.decoded(age, "states"), self.decoded(age, "ids")
         after = self.afterstates(age)
         return derive_states(self.spec, age, self.afterstates(age - 2), self.afterstates(age - 4)), after
 
@@ -252,15 +261,17 @@ def build(
         t0 = time.perf_counter()
         if not work.forward_complete:
 
-            def save_forward(count: AgeCount, afterstates) -> None:
-                upper, lower, _ = encode_afterstates(count.age, afterstates, spec)
-                work.save("forward", count.age, "ids_upper", upper)
-                work.save("forward", count.age, "ids_lower", lower)
+            def save_forward(count: AgeCount, states, afterstates) -> None:
+                # the states too: decoding them in the backward pass costs a third of deriving them by spawning
+                for kind, boards in (("ids", afterstates), ("states", states)):
+                    upper, lower, _ = encode_boards(count.age, boards, spec)
+                    work.save("forward", count.age, f"{kind}_upper", upper)
+                    work.save("forward", count.age, f"{kind}_lower", lower)
                 work.record_forward(count)
 
             def on_age(count: AgeCount, states, afterstates) -> None:
                 layers.hold(count.age, states, afterstates)
-                writer.submit(save_forward, count, afterstates)
+                writer.submit(save_forward, count, states, afterstates)
 
             def load_afterstates(age: int) -> np.ndarray:
                 layers.ages.add(age)

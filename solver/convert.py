@@ -11,7 +11,7 @@ from tqdm.auto import tqdm
 from . import codec
 from .common import TableError, table_bytes
 from .store import Table
-from .table_v2 import CodedLayer, TableWriterV2, encode_afterstates
+from .table_v2 import CodedLayer, TableWriterV2, encode_boards
 
 
 def convert_table(src: str | os.PathLike, out: str | os.PathLike, layout: str = "file", progress: bool = True) -> dict:
@@ -29,7 +29,7 @@ def convert_table(src: str | os.PathLike, out: str | os.PathLike, layout: str = 
         try:
             for c in tqdm(t.counts(), desc=f"convert {spec.board}", unit=" ages", disable=not progress):
                 layer = t.layer(c.age)
-                upper, lower, low_bits = encode_afterstates(c.age, layer["afterstates"], spec)
+                upper, lower, low_bits = encode_boards(c.age, layer["afterstates"], spec)
                 coded = CodedLayer.encode(c, spec, upper, lower, low_bits, layer["afterstate_values"], code)
                 back = coded.afterstate_values()
                 err = np.abs(back - layer["afterstate_values"])

@@ -52,7 +52,7 @@ from .shards import (
     state_values_from,
 )
 from .spec import SolveSpec
-from .table_v2 import CodedLayer, TableWriterV2, decode_afterstates, encode_afterstates, write_age_file
+from .table_v2 import CodedLayer, TableWriterV2, decode_boards, encode_boards, write_age_file
 from .workdir import AgeCount, WorkDir, load_array, save_array, work_file
 
 #: Raw forward layers (states and afterstates) kept in the engine's memory (object store) for the backward pass;
@@ -85,7 +85,7 @@ class ShardFile:
         upper = load_array(shard_file(self.work, "forward", self.age, self.shard, f"{prefix}_upper"))
         lower = load_array(shard_file(self.work, "forward", self.age, self.shard, f"{prefix}_lower"))
         low_bits = codec.low_bits_for(self.n, codec.shape_universe(spec.rank_shape, self.age))
-        return decode_afterstates(self.age, upper, lower, self.n, low_bits, spec)
+        return decode_boards(self.age, upper, lower, self.n, low_bits, spec)
 
 
 def shard_file(work, stage: str, age: int, shard: int, name: str) -> Path:
@@ -102,7 +102,7 @@ def _arrays(items, spec: SolveSpec) -> list[np.ndarray]:
 
 def _save_coded(work: str, age: int, shard: int, prefix: str, boards: np.ndarray, spec: SolveSpec) -> None:
     """Canonical boards of one age (states or afterstates), Elias-Fano coded like a v2 table's IDs."""
-    upper, lower, _ = encode_afterstates(age, boards, spec)
+    upper, lower, _ = encode_boards(age, boards, spec)
     save_array(shard_file(work, "forward", age, shard, f"{prefix}_upper"), upper)
     save_array(shard_file(work, "forward", age, shard, f"{prefix}_lower"), lower)
 
@@ -193,7 +193,7 @@ def _write(spec: SolveSpec, out: str, count: AgeCount, afterstates, values, work
     work directory) is already the age's."""
     ids, vals = merge_shards(afterstates, values)
     if work is None:
-        upper, lower, low_bits = encode_afterstates(count.age, ids, spec)
+        upper, lower, low_bits = encode_boards(count.age, ids, spec)
     else:
         upper = load_array(shard_file(work, "forward", count.age, 0, "ids_upper"))
         lower = load_array(shard_file(work, "forward", count.age, 0, "ids_lower"))

@@ -80,7 +80,7 @@ class CodedLayer:
 
     def afterstates(self, spec: SolveSpec) -> np.ndarray:
         """Sorted canonical afterstate IDs, ``uint64[n]``."""
-        return decode_afterstates(self.age, self.upper, self.lower, self.n, self.low_bits, spec)
+        return decode_boards(self.age, self.upper, self.lower, self.n, self.low_bits, spec)
 
     def afterstate_values(self) -> np.ndarray:
         """Decoded values, ``float64[n]`` (within the code's error bound of the solver's)."""
@@ -100,14 +100,15 @@ class CodedLayer:
         put_dataset(g, "values", self.values)
 
 
-def encode_afterstates(age: int, afterstates: np.ndarray, spec: SolveSpec) -> tuple[np.ndarray, np.ndarray, int]:
-    """``(upper, lower, low_bits)``: Elias-Fano code of the ranks of sorted canonical afterstates of one age."""
+def encode_boards(age: int, boards: np.ndarray, spec: SolveSpec) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(upper, lower, low_bits)``: Elias-Fano code of the ranks of sorted canonical boards (``uint64[n]``, the
+    afterstates or the states) of one age."""
     shape = spec.rank_shape
-    return codec.ef_encode(codec.shape_ranks(shape, afterstates, age), codec.shape_universe(shape, age))
+    return codec.ef_encode(codec.shape_ranks(shape, boards, age), codec.shape_universe(shape, age))
 
 
-def decode_afterstates(age: int, upper, lower, n: int, low_bits: int, spec: SolveSpec) -> np.ndarray:
-    """Inverse of :func:`encode_afterstates`: the sorted canonical afterstate IDs (``uint64[n]``) of one age."""
+def decode_boards(age: int, upper, lower, n: int, low_bits: int, spec: SolveSpec) -> np.ndarray:
+    """Inverse of :func:`encode_boards`: the sorted canonical boards (``uint64[n]``) of one age."""
     ranks = codec.ef_decode(upper, lower, n, low_bits)
     return codec.shape_boards(spec.rank_shape, ranks, age)
 
@@ -409,5 +410,5 @@ class TableV2(TableReader):
         return super().missing_ages()
 
 
-__all__ = ["FORMAT_VERSION", "CodedLayer", "MappedFile", "TableV2", "TableWriterV2", "encode_afterstates",
+__all__ = ["FORMAT_VERSION", "CodedLayer", "MappedFile", "TableV2", "TableWriterV2", "encode_boards",
            "SOLVER_VERSION"]  # fmt: skip

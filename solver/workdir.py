@@ -1,7 +1,6 @@
 """The work directory of a build: finished ages on disk, so that an interrupted build resumes where it stopped.
 
-Layout (all arrays are ``.npy``; only afterstates are kept, coded as in table format v2: states follow from
-them, see :mod:`solver.derive`)::
+Layout (all arrays are ``.npy``; states and afterstates are coded as in table format v2)::
 
     manifest.json                     spec and solver version
     journal.jsonl                     one line per finished step: forward counts of an age, an age solved
@@ -9,6 +8,10 @@ them, see :mod:`solver.derive`)::
                                       table the bytes of its coded IDs and values), the end of the forward pass
     forward/{age:06d}.ids_upper.npy   uint64 words: Elias-Fano upper bits of the age's afterstate ranks
     forward/{age:06d}.ids_lower.npy   uint64 words: their low bits
+    forward/{age:06d}.states_upper.npy, .states_lower.npy
+                                      the same for the age's states (a one-process build; ages journalled
+                                      without them, by earlier releases, derive their states from the
+                                      afterstates, see :mod:`solver.derive`)
     backward/{age:06d}.values.npy     uint64 words: the afterstate values' bit-packed codes (a single-file
                                       table only: a directory table's age file, written before the age is
                                       journalled, is the only copy, so a directory build needs about the

@@ -15,7 +15,7 @@ from solver import codec
 from solver.bits import pack_fields, popcount64, trailing_zeros64, unpack_fields
 from solver.forward import run_forward
 from solver.spec import SolveSpec
-from solver.table_v2 import encode_afterstates
+from solver.table_v2 import encode_boards
 
 import naive
 
@@ -137,7 +137,7 @@ def test_real_layers_round_trip_and_stay_under_8_bits():
 
     def on_age(count, states, afterstates):
         nonlocal total_bits, total
-        upper, lower, L = encode_afterstates(count.age, afterstates, spec)
+        upper, lower, L = encode_boards(count.age, afterstates, spec)
         universe = codec.boards_of_age(spec.rows, spec.cols, count.age)
         ranks = codec.ef_decode(upper, lower, afterstates.size, L)
         C, orbit = codec.rank_tables(spec.rows, spec.cols, count.age)

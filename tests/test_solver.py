@@ -272,6 +272,30 @@ def test_interrupted_directory_build_keeps_one_copy_and_resumes(tmp_path, monkey
     assert not work.exists()
 
 
+def test_backward_pass_decodes_states_or_derives_ages_journalled_without_them(tmp_path, monkeypatch):
+    """With no layer held in memory, the backward pass decodes each age's states from the work directory; ages
+    journalled without states (earlier releases kept afterstates only) derive them from the afterstates of ages
+    - 2 and - 4.  Both give the table an uninterrupted build writes."""
+    monkeypatch.setattr(solver.build, "HOLD_BYTES", 0)
+    spec, out = SolveSpec.parse("2x3"), tmp_path / "t.h5"
+    work = tmp_path / "t.h5.work"
+    restore = interrupt_at(monkeypatch, "finish_forward", 1)
+    with pytest.raises(Interrupt):
+        build(spec, out, progress=False)
+    restore()
+    ages = sorted(int(p.name[:6]) for p in (work / "forward").glob("*.states_upper.npy"))
+    assert len(ages) == journal_count(work, "forward") > 40
+    without = set(ages[::3])
+    for age in without:
+        for part in ("upper", "lower"):
+            (work / "forward" / f"{age:06d}.states_{part}.npy").unlink()
+    derived, derive = [], solver.build.derive_states
+    monkeypatch.setattr(solver.build, "derive_states", lambda s, age, *a: derived.append(age) or derive(s, age, *a))
+    build(spec, out, progress=False)
+    assert set(derived) == without
+    assert checksums_of(out) == golden("2x3-score")
+
+
 def test_kill_9_then_rerun_resumes(tmp_path):
     """A real ``kill -9`` in the middle of a 2x4 build, then the same command again."""
     out = tmp_path / "t.h5"

@@ -114,11 +114,13 @@ def main(argv=None) -> dict:
         identical = checksums(out["local"]) == checksums(out["ray"])
         with Table(out["local"]) as t:
             work = int(t.attrs["states"]) + int(t.attrs["afterstates"])
+            largest = max(t.counts(), key=lambda c: c.states + c.afterstates)
     med = {k: [statistics.median(r[i] for r in v) for i in range(6)] for k, v in runs.items()}
     report = {
         "board": args.board, "objective": args.objective, "shards": args.shards, "shard_min": args.shard_min,
         "repeats": args.repeats, "cores": os.cpu_count(), "identical_checksums": identical,
         "states_plus_afterstates": work,
+        "largest_age": {"age": largest.age, "states": largest.states, "afterstates": largest.afterstates},
         **{kind: {"wall_s": m[0], "build_s": m[1], "peak_gb": m[2], "forward_s": m[3], "backward_s": m[4],
                   "write_s": m[5]} for kind, m in med.items()},
         "ratio_wall": med["ray"][0] / med["local"][0], "ratio_build": med["ray"][1] / med["local"][1],

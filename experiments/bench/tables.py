@@ -37,7 +37,7 @@ from solver.build import set_threads
 from solver.forward import run_forward
 from solver.spec import SolveSpec
 from solver.store import Table
-from solver.table_v2 import encode_afterstates
+from solver.table_v2 import encode_boards
 
 #: Published per-age 4x3 state counts ("age count" per line), next to the repository.
 PUBLISHED_4X3 = Path(__file__).resolve().parents[2] / "shared" / "data" / "4x3_states_per_age.txt"
@@ -122,7 +122,7 @@ def bench_4x3(max_age: int) -> dict:
     def on_age(count, states, afterstates):
         nonlocal code_s
         t0 = time.perf_counter()
-        upper, lower, _ = encode_afterstates(count.age, afterstates, spec)
+        upper, lower, _ = encode_boards(count.age, afterstates, spec)
         code_s += time.perf_counter() - t0
         if published.get(count.age) != count.states:
             mismatches.append(count.age)

@@ -22,6 +22,9 @@ Model, per machine count M (16 cores each; ``--cores``, ``--machines``):
   (default 10 Gbit/s) each way; reported as its own time (an upper bound: it overlaps computation);
 * memory per worker: the largest task's working set scales with the largest 4x3 age divided by the shards; the
   write task of an age holds the whole age (IDs, values, codes);
+* one machine can also run the local backend (one process, whole ages in memory, its own measured rates) when
+  its largest age fits ``--memory-gb``: :func:`local_backward_bytes` models the backward pass's live arrays,
+  and the same model for the capped build's largest age is printed next to that build's measured peak;
 * disk: the table (from the size projection) plus the work directory at its largest (the forward pass's coded
   states and afterstates of every age, before the backward pass consumes them).
 """
@@ -36,6 +39,8 @@ import numpy as np
 
 from experiments.bench.tables import AFTERSTATES_4X3, PUBLISHED_4X3, STATES_4X3, TIB, ef_bytes
 from solver import codec
+from solver.build import HOLD_BYTES
+from solver.value_index import MAX_LOAD, table_bits
 
 HOUR = 3600.0
 
@@ -54,8 +59,24 @@ def work_dir_bytes(after_per_state: dict[int, float], rest_ratio: float) -> int:
     return total
 
 
+def value_table_bytes(n: int) -> int:
+    """Bytes of a :mod:`solver.value_index` table of ``n`` keys (16-byte slots, a power of two of them)."""
+    return 16 << int(table_bits(n, MAX_LOAD))
+
+
+def local_backward_bytes(states: int, afterstates: int) -> int:
+    """Memory of the local backward pass while it solves an age of ``states`` states and ``afterstates``
+    afterstates, at the state kernel: the decoded IDs (8 bytes each), the value tables of ages + 2 and + 4 (taken
+    as large as this age's) and of the afterstates, the afterstate values, state values and best actions, the
+    forward layers held in memory (``HOLD_BYTES``), and one finished age waiting for the writer thread."""
+    ids = 8 * (states + afterstates)
+    tables = 2 * value_table_bytes(states) + value_table_bytes(afterstates)
+    results = 8 * afterstates + 9 * states
+    return ids + tables + 2 * results + HOLD_BYTES
+
+
 def project(ray: dict, shuffle: dict, forward: dict, cores: int, machines: list[int], nic_gbps: float,
-            shards_per_core: int) -> dict:  # fmt: skip
+            shards_per_core: int, memory_gb: float = 64.0) -> dict:  # fmt: skip
     items = STATES_4X3 + AFTERSTATES_4X3
     measured_cores = 2
     rates = {
@@ -81,6 +102,20 @@ def project(ray: dict, shuffle: dict, forward: dict, cores: int, machines: list[
     out = {"rates_per_core_second": {k: round(v) for k, v in rates.items()}, "exchange_bytes_per_item": exchange,
            "table_tib": table_bytes / TIB, "work_dir_peak_tib": work_bytes / TIB,
            "disk_peak_tib": (table_bytes + work_bytes) / TIB, "machines": {}}  # fmt: skip
+    measured_age = ray.get("largest_age")
+    if measured_age:
+        s, a = measured_age["states"], measured_age["afterstates"]
+        model_gb = local_backward_bytes(largest_age_states, int(largest_age_after)) / 1e9
+        out["local_one_machine"] = {
+            "forward_h": round(items / (rates["local_forward"] * cores) / HOUR, 1),
+            "backward_h": round(items / (rates["local_backward"] * cores) / HOUR, 1),
+            "memory_gb_model": round(model_gb, 1),
+            "model_gb_of_measured_age": round(local_backward_bytes(s, a) / 1e9, 2),
+            "measured_peak_gb": ray["local"]["peak_gb"], "memory_gb": memory_gb,
+            "fits": model_gb <= memory_gb,
+        }  # fmt: skip
+        local = out["local_one_machine"]
+        local["compute_h"] = round(local["forward_h"] + local["backward_h"], 1)
     for m in machines:
         total_cores = cores * m
         shards = shards_per_core * total_cores
@@ -108,10 +143,12 @@ def main(argv=None) -> dict:
     parser.add_argument("--machines", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--nic-gbps", type=float, default=10.0)
     parser.add_argument("--shards-per-core", type=int, default=2)
+    parser.add_argument("--memory-gb", type=float, default=64.0,
+                        help="memory of one machine, for the local backend's projection (default 64)")  # fmt: skip
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     out = project(load(args.ray), load(args.shuffle), load(args.forward), args.cores, args.machines, args.nic_gbps,
-                  args.shards_per_core)  # fmt: skip
+                  args.shards_per_core, args.memory_gb)  # fmt: skip
     r = out["rates_per_core_second"]
     print(f"measured rates per core-second (states+afterstates): Ray forward {r['ray_forward']:,}, Ray backward "
           f"{r['ray_backward']:,}; local forward {r['local_forward']:,}, local backward {r['local_backward']:,}; "
@@ -123,6 +160,15 @@ def main(argv=None) -> dict:
               f"{p['backward_h']} h = {p['compute_h']} h; network {p['network_tb']} TB "
               f"({p['network_h_if_not_overlapped']} h if not overlapped); per task {p['worker_task_gb']} GB, "
               f"write task {p['write_task_gb']} GB")  # fmt: skip
+    local = out.get("local_one_machine")
+    if local:
+        print(f"1 x {args.cores} cores, local backend: forward {local['forward_h']} h + backward "
+              f"{local['backward_h']} h = {local['compute_h']} h; memory {local['memory_gb_model']} GB (model; "
+              f"it gives {local['model_gb_of_measured_age']} GB for the measured build's largest age, and that "
+              f"build peaked at {local['measured_peak_gb']:.2f} GB): "
+              f"{'fits' if local['fits'] else 'does not fit'} {args.memory_gb:g} GB")  # fmt: skip
+    else:
+        print("no local-backend projection: the --ray JSON predates its largest_age field; run the benchmark again")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     return out
