@@ -152,8 +152,8 @@ def shape_ranks(shape: RankShape, ids: np.ndarray, age: int) -> np.ndarray:
 
 def shape_boards(shape: RankShape, ranks: np.ndarray, age: int) -> np.ndarray:
     """Inverse of :func:`shape_ranks`: the boards (``uint64[n]``) of one age with these ranks."""
-    C, orbit = _rank_tables(shape.cells, shape.orbit, _half_width(age))
-    boards = boards_of_ranks(ranks, age // 2, C, orbit, shape.cells)
+    P = _prefix_tables_cached(shape.cells, shape.orbit, _half_width(age))
+    boards = boards_of_ranks(ranks, age // 2, P, shape.cells)
     return boards if shape.identity else _expand_all(boards, shape.shift_array, np.uint64(shape.fixed))
 
 
@@ -194,18 +194,19 @@ def _count_tables(cells, max_half, orbit):
 
 @numba.njit(cache=True, nogil=True)
 def _prefix_tables(C, orbit):
-    """``P[t, k, e, h]``: ranks skipped by putting exponent ``e`` in cell ``k`` (``k`` < last) with ``h`` half-units
+    """``P[t, k, h, e]``: ranks skipped by putting exponent ``e`` in cell ``k`` (``k`` < last) with ``h`` half-units
     left for cells ``0..k``, i.e. the sum of ``C[t, k, h - half(e')]`` over allowed ``e' < e``; and
-    ``P[t, last, 0, h]``: boards of ``h`` half-units whose last cell holds less than ``t``."""
+    ``P[t, last, h, 0]``: boards of ``h`` half-units whose last cell holds less than ``t``.  Both grow with ``e``
+    (``t``), which unranking uses, and the 16 entries of a cell sit in two cache lines."""
     n_t, cells, width = C.shape
     last = cells - 1
-    P = np.zeros((n_t, cells, 16, width), np.uint64)
+    P = np.zeros((n_t, cells, width, 16), np.uint64)
     for t in range(n_t):
         for k in range(last):
             for h in range(width):
                 acc = np.uint64(0)
                 for e in range(16):
-                    P[t, k, e, h] = acc
+                    P[t, k, h, e] = acc
                     if _half(e) <= h and _allowed(k, e, t, orbit):
                         acc += C[t, k, h - _half(e)]
         for h in range(width):
@@ -213,7 +214,7 @@ def _prefix_tables(C, orbit):
             for t2 in range(t):
                 if _half(t2) <= h:
                     acc += C[t2, last, h - _half(t2)]
-            P[t, last, 0, h] = acc
+            P[t, last, h, 0] = acc
     return P
 
 
@@ -224,8 +225,8 @@ def rank_tables(rows: int, cols: int, max_age: int) -> tuple[np.ndarray, np.uint
 
 
 def prefix_tables(rows: int, cols: int, max_age: int) -> np.ndarray:
-    """``P uint64[16, cells, 16, H+1]`` (see :func:`_prefix_tables`): ranking reads one entry per cell.  4x3 up to
-    its largest age: 201 MB."""
+    """``P uint64[16, cells, H+1, 16]`` (see :func:`_prefix_tables`): ranking reads one entry per cell, unranking
+    one cell's 16.  4x3 up to its largest age: 201 MB."""
     return _prefix_tables_cached(rows * cols, corner_orbit(rows, cols), _half_width(max_age))
 
 
@@ -272,37 +273,33 @@ def board_rank(b, half_age, P, cells):
     is no larger than the other corners, in packed-ID order; ``P`` from :func:`prefix_tables`."""
     last = cells - 1
     t = np.int64((b >> np.uint64(4 * last)) & np.uint64(15))
-    r = P[t, last, 0, half_age]
+    r = P[t, last, half_age, 0]
     rem = half_age - _half(t)
     for k in range(last - 1, -1, -1):
         e = np.int64((b >> np.uint64(4 * k)) & np.uint64(15))
-        r += P[t, k, e, rem]
+        r += P[t, k, rem, e]
         rem -= _half(e)
     return r
 
 
 @numba.njit(cache=True, inline="always")
-def board_unrank(r, half_age, C, orbit, cells):
-    """Inverse of :func:`board_rank`."""
+def board_unrank(r, half_age, P, cells):
+    """Inverse of :func:`board_rank`.  Each cell's exponent is the largest ``e`` whose prefix ``P[.., e]`` is at
+    most the rank left: the prefixes grow with ``e`` and are flat over exponents that cannot be there, so it is
+    the number of ``e >= 1`` with a prefix at most the rank (16 compares without branches, not a search)."""
     last = cells - 1
     t = 0
-    while True:
-        n = C[t, last, half_age - _half(t)] if _half(t) <= half_age else np.uint64(0)
-        if r < n:
-            break
-        r -= n
+    while t < 15 and P[t + 1, last, half_age, 0] <= r:
         t += 1
+    r -= P[t, last, half_age, 0]
     b = np.uint64(t) << np.uint64(4 * last)
     rem = half_age - _half(t)
     for k in range(last - 1, -1, -1):
+        row = P[t, k, rem]
         e = 0
-        while True:
-            if _half(e) <= rem and _allowed(k, e, t, orbit):
-                n = C[t, k, rem - _half(e)]
-                if r < n:
-                    break
-                r -= n
+        while e < 15 and row[e + 1] <= r:
             e += 1
+        r -= row[e]
         rem -= _half(e)
         b |= np.uint64(e) << np.uint64(4 * k)
     return b
@@ -323,17 +320,54 @@ def _ranks_block(lo, hi, ids, half_age, P, cells, out):
         out[i] = board_rank(ids[i], half_age, P, cells)
 
 
-def boards_of_ranks(ranks, half_age, C, orbit, cells):
-    """``uint64[n]`` packed boards of age ``2 * half_age`` with the given ranks (``uint64[n]``)."""
+def boards_of_ranks(ranks, half_age, P, cells):
+    """``uint64[n]`` packed boards of age ``2 * half_age`` with the given ranks (``uint64[n]``); ``P`` from
+    :func:`prefix_tables`.  Sorted ranks decode fastest (:func:`_unrank_sorted_block`)."""
     out = buffers.empty(ranks.shape[0], np.uint64)
-    run_parallel(_unrank_block, ranks.shape[0], ranks, half_age, C, orbit, cells, out, min_block=1 << 12)
+    run_parallel(_unrank_sorted_block, ranks.shape[0], ranks, half_age, P, cells, out, min_block=1 << 12)
     return out
 
 
-@block_kernel
-def _unrank_block(lo, hi, ranks, half_age, C, orbit, cells, out):
+@numba.njit(cache=True, nogil=True)
+def _unrank_sorted_block(lo, hi, ranks, half_age, P, cells, out):
+    """:func:`board_unrank` of ``ranks[lo:hi]``, redoing only the cells that differ from the previous board.
+
+    Fixing the cells from the last down to ``k`` leaves a contiguous range of ranks, ``[base[k], end[k])``; a
+    rank that falls in the previous board's range at level ``k`` shares those cells, so only cells ``k - 1 .. 0``
+    are chosen again.  In a sorted layer consecutive boards share most of their cells.  Any order is correct."""
+    last = cells - 1
+    base = np.zeros(cells, np.uint64)
+    end = np.zeros(cells, np.uint64)  # all 0: nothing is shared before the first board
+    rem_after = np.zeros(cells, np.int64)
+    t = 0
+    b = np.uint64(0)
     for i in range(lo, hi):
-        out[i] = board_unrank(ranks[i], half_age, C, orbit, cells)
+        r = ranks[i]
+        k = 0
+        while k < cells and not (base[k] <= r < end[k]):
+            k += 1
+        if k == cells:  # a new last cell
+            t = 0
+            while t < 15 and P[t + 1, last, half_age, 0] <= r:
+                t += 1
+            base[last] = P[t, last, half_age, 0]
+            end[last] = P[t + 1, last, half_age, 0] if t < 15 else np.uint64(0xFFFFFFFFFFFFFFFF)
+            rem_after[last] = half_age - _half(t)
+            b = np.uint64(t) << np.uint64(4 * last)
+            k = last
+        b &= ~((np.uint64(1) << np.uint64(4 * k)) - np.uint64(1))
+        for j in range(k - 1, -1, -1):
+            rem = rem_after[j + 1]
+            row = P[t, j, rem]
+            left = r - base[j + 1]
+            e = 0
+            while e < 15 and row[e + 1] <= left:
+                e += 1
+            base[j] = base[j + 1] + row[e]
+            end[j] = base[j + 1] + row[e + 1] if e < 15 else end[j + 1]
+            rem_after[j] = rem - _half(e)
+            b |= np.uint64(e) << np.uint64(4 * j)
+        out[i] = b
 
 
 # ----------------------------------------------------------------------------------------------------------
