@@ -111,6 +111,19 @@ def test_elias_fano_round_trip_and_queries_match_searchsorted(values, probes):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("words_per_run", [1, 3])
+def test_elias_fano_decodes_in_parallel_runs(monkeypatch, words_per_run):
+    """Runs of the upper bitvector decoded apart, some of them holding no element (a long gap), some many."""
+    monkeypatch.setattr(codec, "DECODE_WORDS", words_per_run)
+    rng = np.random.default_rng(words_per_run)
+    dense = np.arange(10_000, 13_000, dtype=np.uint64)
+    sparse = rng.choice(np.arange(1 << 20, 1 << 24, dtype=np.uint64), 500, replace=False)
+    for ranks in (np.sort(np.concatenate([dense, sparse])), dense, np.sort(sparse)):
+        upper, lower, L = codec.ef_encode(ranks, 1 << 24)
+        assert -(-upper.size // words_per_run) > 5
+        np.testing.assert_array_equal(codec.ef_decode(upper, lower, ranks.size, L), ranks)
+
+
 @given(st.integers(1, 5000), st.integers(1, 40), st.randoms(use_true_random=False))
 def test_elias_fano_in_small_universes(universe, n, rnd):
     ranks = np.array(sorted(rnd.sample(range(universe), min(n, universe))), np.uint64)
