@@ -111,16 +111,37 @@ def test_elias_fano_round_trip_and_queries_match_searchsorted(values, probes):
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("words_per_run", [1, 3])
-def test_elias_fano_decodes_in_parallel_runs(monkeypatch, words_per_run):
-    """Runs of the upper bitvector decoded apart, some of them holding no element (a long gap), some many."""
+def slow_ef_encode(ranks: np.ndarray, universe: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Elias-Fano by its definition, one element at a time: low bits packed, a 1 at ``high + i`` for element i."""
+    n = len(ranks)
+    L = max(0, (universe // n).bit_length() - 1) if n and universe > n else 0
+    lower, upper = 0, 0
+    for i, r in enumerate(int(r) for r in ranks):
+        lower |= (r & ((1 << L) - 1)) << (i * L)
+        upper |= 1 << ((r >> L) + i)
+
+    def words(value: int, bits: int) -> np.ndarray:  # spare word included
+        return np.array([(value >> (64 * w)) & (2**64 - 1) for w in range((bits + 63) // 64 + 1)], np.uint64)
+
+    return words(upper, codec.upper_bits_for(n, universe, L)), words(lower, n * L), L
+
+
+@pytest.mark.parametrize(("words_per_run", "per_block"), [(1, 64), (3, 192)])
+def test_elias_fano_codes_in_parallel_blocks(monkeypatch, words_per_run, per_block):
+    """Encoded by blocks of elements whose upper bits share words at their edges, decoded by runs of upper words,
+    some runs holding no element (a long gap), some many: the words of the definition, and the elements back."""
     monkeypatch.setattr(codec, "DECODE_WORDS", words_per_run)
+    monkeypatch.setattr(codec, "ENCODE_ELEMENTS", per_block)
     rng = np.random.default_rng(words_per_run)
     dense = np.arange(10_000, 13_000, dtype=np.uint64)
     sparse = rng.choice(np.arange(1 << 20, 1 << 24, dtype=np.uint64), 500, replace=False)
     for ranks in (np.sort(np.concatenate([dense, sparse])), dense, np.sort(sparse)):
         upper, lower, L = codec.ef_encode(ranks, 1 << 24)
-        assert -(-upper.size // words_per_run) > 5
+        assert -(-upper.size // words_per_run) >= 3 and -(-ranks.size // per_block) >= 3
+        want_upper, want_lower, want_L = slow_ef_encode(ranks, 1 << 24)
+        assert L == want_L
+        np.testing.assert_array_equal(upper, want_upper)
+        np.testing.assert_array_equal(lower, want_lower)
         np.testing.assert_array_equal(codec.ef_decode(upper, lower, ranks.size, L), ranks)
 
 
