@@ -3,10 +3,11 @@
     python -m experiments.bench.build_steps --board 4x3 --objective tile:7 [--threads N] [--json FILE]
 
 Builds the table in a temporary directory with the solver's step functions wrapped in timers (the numba kernels
-are opaque to a Python profiler; their callers are not): the backward pass's two Bellman kernels and value-index
-builds on the main thread, loading a layer (decoding its states and afterstates from the work directory, or
-deriving the states) and, on the writer thread, coding the layers.  Steps nest: ``ForwardLayers.layer``
-includes the decoding and deriving it calls.  Also prints the peak memory and the largest age.
+are opaque to a Python profiler; their callers are not): the forward pass's expand, spawn and merge steps, the
+backward pass's two Bellman kernels and value-index builds on the main thread, loading a layer (decoding its
+states and afterstates from the work directory, or deriving the states) and, on the writer thread, coding the
+layers.  Steps nest: ``ForwardLayers.layer`` includes the decoding and deriving it calls, the forward pass's
+``spawn`` and ``expand`` the merges they call.  Also prints the peak memory and the largest age.
 """
 
 from __future__ import annotations
@@ -24,11 +25,15 @@ from pathlib import Path
 import solver.backward
 import solver.build
 import solver.derive
+import solver.forward
 from solver.build import build, set_threads
 from solver.spec import SolveSpec
 
 #: (module or class, function name) of the timed steps
 STEPS = [
+    (solver.forward, "expand"),
+    (solver.forward, "spawn"),
+    (solver.forward, "merge_unique"),
     (solver.backward, "afterstate_values_grouped"),
     (solver.backward, "state_values_grouped"),
     (solver.backward, "build_value_index"),
