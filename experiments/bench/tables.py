@@ -39,8 +39,9 @@ from solver.spec import SolveSpec
 from solver.store import Table
 from solver.table_v2 import encode_boards
 
-#: Published per-age 4x3 state counts ("age count" per line), next to the repository.
-PUBLISHED_4X3 = Path(__file__).resolve().parents[2] / "shared" / "data" / "4x3_states_per_age.txt"
+#: Published per-age 4x3 state counts ("age count" per line), in ``shared/data`` next to the repository
+#: (``experiments/bench/`` is two levels below the repository's root).
+PUBLISHED_4X3 = Path(__file__).resolve().parents[3] / "shared" / "data" / "4x3_states_per_age.txt"
 #: Seed 000's totals for the whole 4x3 game.
 STATES_4X3, AFTERSTATES_4X3 = 1_152_817_492_752, 739_648_886_170
 TIB = 2**40
