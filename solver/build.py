@@ -133,11 +133,15 @@ class ForwardLayers:
     def coded(self, age: int, kind: str = "ids") -> tuple[np.ndarray, np.ndarray, int]:
         """``(upper, lower, low_bits)`` of an age's afterstates (``kind="ids"``, as the table stores them) or
         states (``kind="states"``), as journalled."""
-        count = self.work.forward_count(age)
         upper = self.work.load("forward", age, f"{kind}_upper")
         lower = self.work.load("forward", age, f"{kind}_lower")
         universe = codec.shape_universe(self.spec.rank_shape, age)
-        return upper, lower, codec.low_bits_for(count.afterstates if kind == "ids" else count.states, universe)
+        return upper, lower, codec.low_bits_for(self.count(age, kind), universe)
+
+    def count(self, age: int, kind: str) -> int:
+        """How many afterstates (``kind="ids"``) or states (``"states"``) an age has, as journalled."""
+        count = self.work.forward_count(age)
+        return count.afterstates if kind == "ids" else count.states
 
     def afterstates(self, age: int) -> np.ndarray:
         if age in self.held:
@@ -154,9 +158,7 @@ class ForwardLayers:
     def decoded(self, age: int, kind: str) -> np.ndarray:
         """An age's afterstates (``kind="ids"``) or states (``"states"``) decoded from the work directory."""
         upper, lower, low_bits = self.coded(age, kind)
-        count = self.work.forward_count(age)
-        n = count.afterstates if kind == "ids" else count.states
-        return decode_boards(age, upper, lower, n, low_bits, self.spec)
+        return decode_boards(age, upper, lower, self.count(age, kind), low_bits, self.spec)
 
     def layer(self, age: int) -> tuple[np.ndarray, np.ndarray]:
         """``(states, afterstates)`` of an age, sorted canonical ``uint64``."""

@@ -282,29 +282,6 @@ def board_rank(b, half_age, P, cells):
     return r
 
 
-@numba.njit(cache=True, inline="always")
-def board_unrank(r, half_age, P, cells):
-    """Inverse of :func:`board_rank`.  Each cell's exponent is the largest ``e`` whose prefix ``P[.., e]`` is at
-    most the rank left: the prefixes grow with ``e`` and are flat over exponents that cannot be there, so it is
-    the number of ``e >= 1`` with a prefix at most the rank (16 compares without branches, not a search)."""
-    last = cells - 1
-    t = 0
-    while t < 15 and P[t + 1, last, half_age, 0] <= r:
-        t += 1
-    r -= P[t, last, half_age, 0]
-    b = np.uint64(t) << np.uint64(4 * last)
-    rem = half_age - _half(t)
-    for k in range(last - 1, -1, -1):
-        row = P[t, k, rem]
-        e = 0
-        while e < 15 and row[e + 1] <= r:
-            e += 1
-        r -= row[e]
-        rem -= _half(e)
-        b |= np.uint64(e) << np.uint64(4 * k)
-    return b
-
-
 def ranks_of(ids, half_age, P, cells):
     """``uint64[n]`` ranks of canonical packed boards ``ids`` (``uint64[n]``) all of age ``2 * half_age``; ``P``
     from :func:`prefix_tables`.  In parallel (:mod:`solver.threads`): on 16 cores the build's writer thread,
@@ -330,11 +307,14 @@ def boards_of_ranks(ranks, half_age, P, cells):
 
 @numba.njit(cache=True, nogil=True)
 def _unrank_sorted_block(lo, hi, ranks, half_age, P, cells, out):
-    """:func:`board_unrank` of ``ranks[lo:hi]``, redoing only the cells that differ from the previous board.
+    """The boards of ``ranks[lo:hi]`` (the inverse of :func:`board_rank`), redoing only the cells that differ
+    from the previous board.
 
-    Fixing the cells from the last down to ``k`` leaves a contiguous range of ranks, ``[base[k], end[k])``; a
-    rank that falls in the previous board's range at level ``k`` shares those cells, so only cells ``k - 1 .. 0``
-    are chosen again.  In a sorted layer consecutive boards share most of their cells.  Any order is correct."""
+    Cell by cell from the last, a cell's exponent is the largest ``e`` whose prefix ``P[t, k, rem, e]`` is at most
+    the rank left (the prefixes grow with ``e``, flat over exponents that cannot be there).  Fixing the cells
+    from the last down to ``k`` leaves a contiguous range of ranks, ``[base[k], end[k])``; a rank that falls in
+    the previous board's range at level ``k`` shares those cells, so only cells ``k - 1 .. 0`` are chosen again.
+    In a sorted layer consecutive boards share most of their cells.  Any order is correct."""
     last = cells - 1
     base = np.zeros(cells, np.uint64)
     end = np.zeros(cells, np.uint64)  # all 0: nothing is shared before the first board
@@ -414,8 +394,7 @@ def ef_encode(ranks: np.ndarray, universe: int) -> tuple[np.ndarray, np.ndarray,
     head_word = np.zeros(blocks, np.int64)
     head_bits = np.zeros(blocks, np.uint64)
     run_parallel(_ef_encode_block, blocks, ranks, np.uint64(L), ENCODE_ELEMENTS, lower, upper, head_word, head_bits)
-    for b in range(blocks):  # a block's first upper word may be shared with the block before it
-        upper[head_word[b]] |= head_bits[b]
+    np.bitwise_or.at(upper, head_word, head_bits)  # a block's first upper word may be shared with the one before
     return upper, lower, L
 
 
@@ -706,7 +685,6 @@ __all__ = [
     "shape_ranks",
     "shape_universe",
     "board_rank",
-    "board_unrank",
     "boards_of_age",
     "boards_of_ranks",
     "decode_value",
