@@ -17,13 +17,7 @@ from .bellman import GROUP, afterstate_values_grouped, state_values_grouped
 from .forward import n_chunks_for
 from .kernels import TIE_TOLERANCE
 from .spec import SolveSpec
-from .value_index import (
-    ValueIndex,
-    build_value_index,
-    drop_released_tables,
-    empty_value_index,
-    release_value_index,
-)
+from .value_index import ValueIndex, build_value_index, empty_value_index
 
 
 class CorruptLayer(RuntimeError):
@@ -39,12 +33,11 @@ def solve_states(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(state_values float64[n], best_actions uint8[n])`` of one age from its afterstate values; actions within
     ``tie = (relative, absolute)`` of the best are all best."""
-    after_index = build_value_index(afterstates, afterstate_values_)
     s_values, best, missing = state_values_grouped(
-        states, spec.tables, spec.rules, spec.objective == "score", after_index, n_chunks_for(states.size),
-        float(tie[0]), float(tie[1]), GROUP,
+        states, spec.tables, spec.rules, spec.objective == "score",
+        build_value_index(afterstates, afterstate_values_), n_chunks_for(states.size), float(tie[0]), float(tie[1]),
+        GROUP,
     )  # fmt: skip
-    release_value_index(after_index)
     if missing >= 0:
         raise CorruptLayer(f"state {int(states[missing]):#x} has an afterstate missing from its layer")
     return s_values, best
@@ -108,8 +101,7 @@ def run_backward(
             on_age(age, s_values, best, a_values)
             del nexts
             for old in [k for k in window if k > age + 2]:
-                # ages a-2 and a-4 need only a, a+2 from here on: two tables at a time, not three
-                release_value_index(window.pop(old))
+                del window[old]  # ages a-2 and a-4 need only a, a+2 from here on: two tables at a time, not three
             window[age] = build_value_index(states, s_values)
             work += states.size + afterstates.size
             rate = work / max(time.perf_counter() - t0, 1e-9)
@@ -117,4 +109,3 @@ def run_backward(
             bar.update()
     finally:
         bar.close()
-        drop_released_tables()

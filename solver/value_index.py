@@ -5,22 +5,14 @@ line, where separate key and value arrays cost two misses).  It is allocated by 
 2 MiB transparent huge pages on large arrays: a random probe then rarely misses the TLB as well as the caches
 (on this machine that alone takes a probe from ~416 to ~284 ns, see docs/solver-performance.md).  It is built in
 parallel: keys are partitioned by the top bits of their home slot, each partition fills its own range of slots,
-and the few keys whose probe sequence would leave their range are inserted afterwards, in order.  A partition is
-filled without probing: the keys of each home slot are counted, and runs are laid out in home order (a run
-starts at its home slot or right after the previous run), which is the layout linear probing gives when keys
-arrive in home order; lookups probe it as any linear-probing table.
+and the few keys whose probe sequence would leave their range are inserted afterwards, in order.
 
 ``size`` is the smallest power of two with n / size <= ``MAX_LOAD``; ``shift`` makes ``(key * MULT) >> shift`` a
 slot; empty slots hold key 0 (the empty board, never in a layer).
-
-A table handed back with :func:`release_value_index` is kept (up to ``POOL_TABLES``) and filled again by the next
-build of the same size: the backward pass builds two tables per age, and on a machine whose memory is full of
-page cache, faulting in a new table's huge pages cost as much as filling it.
 """
 
 from __future__ import annotations
 
-import threading
 from typing import NamedTuple
 
 import numba
@@ -35,8 +27,6 @@ HASH_MULT = np.uint64(0x9E3779B97F4A7C15)
 PARTITIONS = 256
 #: Tables of fewer keys are built serially (one partition).
 PARALLEL_MIN = 1 << 16
-#: Released tables kept for reuse (the oldest is dropped beyond this).
-POOL_TABLES = 2
 
 
 class ValueIndex(NamedTuple):
@@ -90,10 +80,9 @@ def _fill(table, vbits, ids, values, shift, part_bits, n_chunks):
     order_ids = buffers.empty(n, np.uint64)
     order_vals = buffers.empty(n, np.float64)
     run_parallel(_scatter_parts, n_chunks, ids, values, bounds, part_bits, offsets, order_ids, order_vals)
-    # each partition fills its own slots; a key whose run would end past them waits (``left``)
+    # each partition fills its own slots; a key that would probe past them waits (``left``)
     left = buffers.zeros(n, np.bool_)
-    next_slot = np.empty(table.shape[0], np.int32)
-    run_parallel(_fill_parts, n_parts, table, vbits, order_ids, order_vals, starts, shift, next_slot, left)
+    run_parallel(_fill_parts, n_parts, table, vbits, order_ids, order_vals, starts, shift, left)
     rest = np.flatnonzero(left)
     _fill_serial(table, vbits, order_ids[rest], order_vals[rest], shift)
     return rest.size
@@ -122,38 +111,20 @@ def _scatter_parts(lo, hi, ids, values, bounds, part_bits, offsets, order_ids, o
 
 
 @block_kernel
-def _fill_parts(lo, hi, table, vbits, order_ids, order_vals, starts, shift, next_slot, left):
-    """Partitions ``lo .. hi-1``: count the keys of each home slot in ``next_slot`` (``int32[size]``, scratch),
-    turn the counts into each run's first slot (relative to the partition) while emptying the partition's slots,
-    then place every key at its run's next slot; keys past the partition's last slot are marked in ``left``.
-    Placing without probing filled a table in half the time of inserting with linear probing (12 M keys, 2
-    threads: 0.11 against 0.22 s), whose data-dependent branches and loads after stores cost more than the
-    extra pass."""
+def _fill_parts(lo, hi, table, vbits, order_ids, order_vals, starts, shift, left):
     part_size = table.shape[0] // (starts.shape[0] - 1)
     for p in range(lo, hi):
-        base = p * part_size
-        for s in range(base, base + part_size):
-            next_slot[s] = 0
-        for j in range(starts[p], starts[p + 1]):
-            next_slot[(order_ids[j] * HASH_MULT) >> shift] += 1
-        free = 0  # first slot after the runs laid out so far
-        for s in range(part_size):
-            count = next_slot[base + s]
-            free = max(free, s)
-            next_slot[base + s] = free
-            free += count
-            table[base + s, 0] = 0  # the table may be a reused one: every slot is written here
-            table[base + s, 1] = 0
+        end = (p + 1) * part_size
         for j in range(starts[p], starts[p + 1]):
             key = order_ids[j]
-            home = (key * HASH_MULT) >> shift
-            at = next_slot[home]
-            next_slot[home] = at + 1
-            if at >= part_size:
+            slot = (key * HASH_MULT) >> shift
+            while slot < end and table[slot, 0] != 0:
+                slot += np.uint64(1)
+            if slot >= end:
                 left[j] = True
                 continue
-            table[base + at, 0] = key
-            vbits[base + at, 1] = order_vals[j]
+            table[slot, 0] = key
+            vbits[slot, 1] = order_vals[j]
 
 
 def build_value_index(
@@ -163,48 +134,15 @@ def build_value_index(
     in partitions from ``parallel_min`` keys on, at most ``max_load`` full."""
     n = ids.shape[0]
     bits = table_bits(n, max_load)
-    table = _reused_table(1 << bits)
+    table = np.zeros((1 << bits, 2), np.uint64)  # numpy's allocation: huge pages for large tables
     as_float = table.view(np.float64)
     values = np.ascontiguousarray(values, np.float64)
     if n < parallel_min:
-        table[:] = 0
         _fill_serial(table, as_float, ids, values, np.uint64(64 - bits))
     else:
         part_bits = min(PARTITIONS.bit_length() - 1, bits - 2)
         _fill(table, as_float, ids, values, np.uint64(64 - bits), part_bits, max(1, min(256, n // (1 << 15))))
     return ValueIndex(table, as_float, np.uint64(64 - bits))
-
-
-_pool: list[np.ndarray] = []
-_pool_lock = threading.Lock()
-
-
-def _reused_table(size: int) -> np.ndarray:
-    """A ``uint64[size, 2]`` table, not zeroed: a released one of that size, or else a new one (numpy's
-    allocation: huge pages for large tables), the released ones being dropped first (layers grow or shrink
-    from age to age: a size that missed once rarely comes back, and memory stays as without reuse)."""
-    with _pool_lock:
-        for i, table in enumerate(_pool):
-            if table.shape[0] == size:
-                return _pool.pop(i)
-        _pool.clear()
-    return np.empty((size, 2), np.uint64)
-
-
-def release_value_index(index: ValueIndex) -> None:
-    """Hand ``index``'s table back for reuse by a later :func:`build_value_index`; ``index`` must not be used
-    after this."""
-    if _EMPTY is not None and index.table is _EMPTY.table:
-        return
-    with _pool_lock:
-        _pool.append(index.table)
-        del _pool[:-POOL_TABLES]
-
-
-def drop_released_tables() -> None:
-    """Free the tables kept for reuse (at the end of a backward pass)."""
-    with _pool_lock:
-        _pool.clear()
 
 
 _EMPTY = None

@@ -57,32 +57,6 @@ def test_large_value_index_built_in_parallel():
     check_index(ids, rng.standard_normal(ids.size), absent)
 
 
-@given(st.booleans())
-def test_a_released_table_is_reused_and_holds_only_the_new_keys(partitioned):
-    """A released table comes back full of the old keys: the next build of its size must empty every slot."""
-    rng = np.random.default_rng(11)
-    old = np.unique(rng.integers(1, 2**44, 3_000, dtype=np.uint64))
-    new = np.setdiff1d(np.unique(rng.integers(1, 2**44, 2_900, dtype=np.uint64)), old)
-    parallel_min = 0 if partitioned else 1 << 16
-    first = build_value_index(old, np.ones(old.size), parallel_min)
-    assert VI.table_bits(old.size) == VI.table_bits(new.size)
-    VI.release_value_index(first)
-    second = build_value_index(new, np.arange(new.size, dtype=np.float64), parallel_min)
-    assert second.table is first.table
-    slots = find_all(second.table, second.shift, new)
-    assert (slots >= 0).all() and np.array_equal(second.values[slots, 1], np.arange(new.size, dtype=np.float64))
-    assert (find_all(second.table, second.shift, old) < 0).all()
-    assert np.count_nonzero(second.table[:, 0]) == new.size
-    assert not second.table[second.table[:, 0] == 0, 1].any()  # emptied slots hold no old value either
-
-
-def test_the_empty_index_is_never_reused():
-    empty = VI.empty_value_index()
-    VI.release_value_index(empty)
-    again = build_value_index(np.array([5], np.uint64), np.array([1.0]))
-    assert again.table is not empty.table and find(empty.table, empty.shift, np.uint64(5)) < 0
-
-
 def _spawned_value(grid, p4, model, values):
     """The spawn model's aggregate of the children's values, in the kernel's order (cell by cell)."""
     sum2 = sum4 = 0.0

@@ -34,7 +34,7 @@ from solver.forward import n_chunks_for, run_forward
 from solver.kernels import TIE_TOLERANCE
 from solver.moves import state_moves
 from solver.spec import SolveSpec
-from solver.value_index import MAX_LOAD, build_value_index, drop_released_tables, release_value_index
+from solver.value_index import MAX_LOAD, build_value_index
 
 DEFAULT_DESIGNS = "baseline,hugepages,slots-g1,slots-g4,slots-g16,slots-g32"
 #: the timed steps of a backward pass
@@ -68,8 +68,6 @@ def design(name: str):
         def build(ids, values):
             return build_value_index(ids, values, max_load=max_load)
 
-        build.release = release_value_index  # tables reused from age to age, as in the solver
-
         def after(a, T, spec, i2, i4, nc):
             return afterstate_values_grouped(a, T.sym_shift, T.sym_bytes, spec.p4, spec.spawn_code, i2[:3], i4[:3],
                                              nc, group)  # fmt: skip
@@ -87,7 +85,6 @@ def solve_all(spec: SolveSpec, layers: dict, name: str, steps: dict | None = Non
     ``steps`` (if given) gets the seconds of each step added: ``afterstate`` and ``state`` kernels, ``index``
     builds."""
     build, after, state = design(name)
-    release = getattr(build, "release", lambda index: None)
     T = board_tables(spec.rows, spec.cols)
     empty = build(np.empty(0, np.uint64), np.empty(0, np.float64))
     window, results = {}, {}
@@ -108,13 +105,10 @@ def solve_all(spec: SolveSpec, layers: dict, name: str, steps: dict | None = Non
         after_index = timed("index", build, afterstates, a_values)
         s_values, best, missing = timed("state", state, states, T, spec, after_index, n_chunks_for(states.size))
         assert missing < 0
-        release(after_index)
-        if age + 4 in window:
-            release(window.pop(age + 4))
         window[age] = timed("index", build, states, s_values)
+        window.pop(age + 4, None)
         results[age] = (s_values, best)
     seconds = time.perf_counter() - t0
-    drop_released_tables()
     if steps is not None:
         for key, value in spent.items():
             steps[key] = steps.get(key, 0.0) + value
