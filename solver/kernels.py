@@ -36,34 +36,30 @@ def chunk_bounds(n, n_chunks):
 @numba.njit(cache=True)
 def radix_sort(keys, tmp, key_bits):
     """Sort ``keys`` (``uint64``, values below ``2**key_bits``) in place by LSD radix passes of <= 12 bits;
-    ``tmp`` is scratch of the same length.  One read of the keys counts the digits of every pass (instead of one
-    read per pass); passes where every key has the same digit are skipped."""
+    ``tmp`` is scratch of the same length.  Passes where every key has the same digit are skipped."""
     n = keys.shape[0]
-    if n == 0:
-        return
     passes = max(1, (key_bits + 11) // 12)
     digit_bits = (key_bits + passes - 1) // passes
     n_buckets = 1 << digit_bits
     mask = np.uint64(n_buckets - 1)
-    counts = np.zeros((passes, n_buckets), np.int64)
-    for i in range(n):
-        k = keys[i]
-        for p in range(passes):
-            counts[p, (k >> np.uint64(p * digit_bits)) & mask] += 1
+    counts = np.empty(n_buckets, np.int64)
     src, dst = keys, tmp
     for p in range(passes):
         shift = np.uint64(p * digit_bits)
-        if counts[p, (src[0] >> shift) & mask] == n:
+        counts[:] = 0
+        for i in range(n):
+            counts[(src[i] >> shift) & mask] += 1
+        if counts[(src[0] >> shift) & mask] == n:
             continue
         total = 0
         for d in range(n_buckets):
-            c = counts[p, d]
-            counts[p, d] = total
+            c = counts[d]
+            counts[d] = total
             total += c
         for i in range(n):
             d = (src[i] >> shift) & mask
-            dst[counts[p, d]] = src[i]
-            counts[p, d] += 1
+            dst[counts[d]] = src[i]
+            counts[d] += 1
         src, dst = dst, src
     if src is not keys:
         keys[:] = src
