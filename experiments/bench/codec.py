@@ -44,7 +44,9 @@ def main(argv=None) -> dict:
     universe = codec.shape_universe(shape, args.age)
     n = min(args.n, universe)
     rng = np.random.default_rng(0)
-    drawn = np.unique(rng.integers(0, universe, int(n * 1.3) + 64, dtype=np.uint64))  # duplicates collapse
+    drawn = np.empty(0, np.uint64)
+    while drawn.size < n:  # duplicates collapse: draw until n distinct ranks are there (n may be the universe)
+        drawn = np.union1d(drawn, rng.integers(0, universe, int(n * 1.3) + 64, dtype=np.uint64))
     ranks = np.sort(rng.choice(drawn, n, replace=False)) if drawn.size > n else drawn
     t_unrank, boards = median_seconds(args.repeats, codec.shape_boards, shape, ranks, args.age)
     t_rank, again = median_seconds(args.repeats, codec.shape_ranks, shape, boards, args.age)
