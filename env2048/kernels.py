@@ -7,6 +7,8 @@ rules there; this module is their public name.
 
 * ``move_packed(b, action, rows, cols, moves) -> (afterstate uint64, reward int64)``; illegal iff
   ``afterstate == b``.
+* ``all_moves_packed(b, rows, cols, moves) -> ((up, right, down, left) uint64, their rewards int64)``: the four
+  moves at once, each line read once (what the solver's kernels use).
 * ``legal_bits_packed(b, rows, cols, moves) -> int``: bit a set iff action a is legal.
 * ``canonical_packed(b, rows, cols, sym_lines, sym_bytes) -> uint64``: minimum ID over the symmetry group.
 * ``age_packed(b, cells) -> int``: sum of tile values.
@@ -16,9 +18,17 @@ rules there; this module is their public name.
 from __future__ import annotations
 
 from .board import _age as age_packed
+from .board import _all_moves as all_moves_packed
 from .board import _canonical_fast as canonical_packed
 from .board import _legal_bits as legal_bits_packed
 from .board import _max_exponent as max_exponent_packed
 from .board import _move as move_packed
 
-__all__ = ["age_packed", "canonical_packed", "legal_bits_packed", "max_exponent_packed", "move_packed"]
+__all__ = [
+    "age_packed",
+    "all_moves_packed",
+    "canonical_packed",
+    "legal_bits_packed",
+    "max_exponent_packed",
+    "move_packed",
+]

@@ -103,9 +103,16 @@ def move_outcome(b, action, rows, cols, moves, rules):
     """``(afterstate, reward, outcome)`` of ``action`` on packed board ``b``: ``outcome`` is ``ILLEGAL`` (the move
     changes nothing or moves a fixed tile), ``PLAY``, ``SUCCESS`` or ``FAILURE``."""
     after, reward = move_packed(b, action, rows, cols, moves)
+    return after, reward, outcome_of(b, after, rules)
+
+
+@numba.njit(cache=True, inline="always")
+def outcome_of(b, after, rules):
+    """The ``outcome`` of :func:`move_outcome` for a move that took ``b`` to ``after`` (e.g. one of
+    :func:`env2048.kernels.all_moves_packed`'s)."""
     if after == b or (after & rules[FIXED_MASK]) != rules[FIXED_VALUES]:
-        return after, reward, ILLEGAL
-    return after, reward, judge(after, rules)
+        return ILLEGAL
+    return judge(after, rules)
 
 
 @numba.njit(cache=True)

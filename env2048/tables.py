@@ -11,7 +11,10 @@ A *line code* packs one row or column, position 0 (the wall the tiles slide towa
     ``4*cols*i``), so that ``board |= moves[UP, code] << 4*j`` writes column j;
   - rows ``RIGHT``, ``LEFT`` (1, 3): row code -> new row code;
   - row ``COL_REWARD`` (4) / ``ROW_REWARD`` (5): merge reward of a column / row (the same in both directions),
-    or ``OVERFLOW_REWARD`` (2**63) for a line whose move would create 2**16, which the packed form cannot hold.
+    or ``OVERFLOW_REWARD`` (2**63) for a line whose move would create 2**16, which the packed form cannot hold;
+  - row ``COL_GATHER`` (6), when both line lengths have tables: row code -> its cells laid out for column codes
+    (cell k at nibble ``rows*k``), so that ``t = OR of moves[COL_GATHER, row i] << 4*i`` holds column j's code at
+    bits ``4*rows*j``: a board's columns in ``rows`` lookups instead of ``rows*cols`` nibble extractions.
 
   One array rather than six: numba's inlined kernels pay reference-counting for every array they are handed,
   which cost 20x the work of a move when the six tables travelled separately.
@@ -200,6 +203,8 @@ def symmetry_byte_tables(sym_perm: np.ndarray) -> np.ndarray:
 
 #: rows of ``BoardTables.moves`` holding rewards
 COL_REWARD, ROW_REWARD = 4, 5
+#: row of ``BoardTables.moves`` that lays a row code out for column codes (see the module)
+COL_GATHER = 6
 #: reward entry of a line whose move would overflow the packed form
 OVERFLOW_REWARD = np.uint64(1 << 63)
 
@@ -222,7 +227,7 @@ def board_tables(rows: int, cols: int) -> BoardTables:
     """Build (once per process and shape) the lookup tables of a packable ``rows x cols`` board."""
     check_packable(rows, cols)
     width = max(16**n for n in (rows, cols) if n <= MAX_TABLE_LINE)
-    moves = np.zeros((6, width), np.uint64)
+    moves = np.zeros((7, width), np.uint64)
     if cols <= MAX_TABLE_LINE:
         left, right, reward = _build_line_tables(cols, 1)
         moves[3, : left.size], moves[1, : right.size] = left, right
@@ -231,6 +236,10 @@ def board_tables(rows: int, cols: int) -> BoardTables:
         up, down, reward = _build_line_tables(rows, cols)
         moves[0, : up.size], moves[2, : down.size] = up, down
         moves[COL_REWARD, : reward.size] = np.where(reward == OVERFLOW, OVERFLOW_REWARD, reward.astype(np.uint64))
+    if rows <= MAX_TABLE_LINE and cols <= MAX_TABLE_LINE:
+        codes = np.arange(16**cols, dtype=np.uint64)
+        for k in range(cols):
+            moves[COL_GATHER, : codes.size] |= ((codes >> np.uint64(4 * k)) & np.uint64(15)) << np.uint64(4 * rows * k)
     perm, act = symmetry_tables(rows, cols)
     sym_bytes = symmetry_byte_tables(perm)
     sym_lines = np.zeros((2, 16**cols if cols <= MAX_TABLE_LINE else 0), np.uint64)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from env2048.kernels import canonical_packed
-from env2048.rules import ILLEGAL, PLAY, SUCCESS, move_outcome
+from env2048.kernels import all_moves_packed, canonical_packed
+from env2048.rules import ILLEGAL, PLAY, SUCCESS, outcome_of
 
 from . import buffers
 from .kernels import ADVERSARIAL, OPTIMISTIC, RANDOM, _child_canonical, _images, chunk_bounds
@@ -170,9 +170,12 @@ def state_values_grouped(states, T, rules, score_rewards, after_index, n_chunks,
             g_end = min(g + group, bounds[ch + 1])
             for i in range(g, g_end):
                 s = states[i]
+                afters, gains = all_moves_packed(s, rows, cols, moves)
                 for a in range(4):
                     j = 4 * (i - g) + a
-                    after, reward, outcome = move_outcome(s, a, rows, cols, moves, rules)
+                    after = afters[a]
+                    reward = gains[a]
+                    outcome = outcome_of(s, after, rules)
                     if outcome == ILLEGAL:
                         kind[j] = 0
                         continue

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from env2048.kernels import age_packed, canonical_packed
-from env2048.rules import ILLEGAL, PLAY, move_outcome
+from env2048.kernels import age_packed, all_moves_packed, canonical_packed
+from env2048.rules import ILLEGAL, PLAY, outcome_of
 
 from . import buffers
 from .threads import block_kernel, run_parallel
@@ -269,8 +269,10 @@ def expand_states(states, T, cells, rules, n_chunks):
         for i in range(lo, hi):
             s = states[i]
             legal = False
+            afters, _ = all_moves_packed(s, rows, cols, moves)
             for a in range(4):
-                after, _, outcome = move_outcome(s, a, rows, cols, moves, rules)
+                after = afters[a]
+                outcome = outcome_of(s, after, rules)
                 if outcome == ILLEGAL:
                     continue
                 legal = True

@@ -17,8 +17,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from env2048.kernels import canonical_packed
-from env2048.rules import FAILURE, ILLEGAL, SUCCESS, move_outcome
+from env2048.kernels import all_moves_packed, canonical_packed
+from env2048.rules import FAILURE, ILLEGAL, SUCCESS, outcome_of
 
 from . import buffers
 from .bellman import GROUP, best_of
@@ -56,12 +56,14 @@ def _state_moves_chunks(lo, hi, states, T, rules, score_rewards, bounds, keys, r
     rows, cols, moves, sym_lines, sym_bytes = T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes
     for i in range(bounds[lo], bounds[hi]):
         s = states[i]
+        afters, gains = all_moves_packed(s, rows, cols, moves)
         for a in range(4):
-            after, reward, outcome = move_outcome(s, a, rows, cols, moves, rules)
+            after = afters[a]
+            outcome = outcome_of(s, after, rules)
             if outcome == ILLEGAL:
                 continue
             if score_rewards:
-                rewards[i, a] = np.uint32(reward)
+                rewards[i, a] = np.uint32(gains[a])
             if outcome == SUCCESS:
                 rewards[i, a] |= WIN_FLAG
                 continue

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from env2048 import board as B
+from env2048.kernels import all_moves_packed
 from env2048.tables import board_tables, slide_line_code
 
 import naive
@@ -38,6 +40,23 @@ def test_specific_shapes_batch_move(rows, cols):
     for g, a, got, r in zip(grids, actions, after, reward, strict=True):
         ref, ref_r = naive.move(g.tolist(), int(a))
         assert int(got) == naive.pack(ref) and r == ref_r
+
+
+@numba.njit(cache=True)
+def _all_moves_of(b, rows, cols, moves):
+    afters, rewards = all_moves_packed(b, rows, cols, moves)
+    return np.array(afters), np.array(rewards)
+
+
+@given(boards(PACKED_SHAPES + [(2, 6), (6, 2), (2, 8)], max_exp=14))
+def test_all_moves_equal_reference(case):
+    """The four moves at once (the solver's kernels) give each action's afterstate and reward of the reference."""
+    rows, cols, grid = case
+    afters, rewards = _all_moves_of(np.uint64(B.pack(np.array(grid))), rows, cols, board_tables(rows, cols).moves)
+    for action in range(4):
+        ref_after, ref_reward = naive.move(grid, action)
+        assert int(afters[action]) == naive.pack(ref_after)
+        assert rewards[action] == ref_reward
 
 
 def test_pack_unpack_round_trip_and_layout():
