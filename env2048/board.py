@@ -289,9 +289,9 @@ def _transpose(b, n, sym_lines):
 
 
 @numba.njit(cache=True, inline="always")
-def _min_klein(b, rows, cols, sym_lines, best):
-    """min(best, b, its left-right, up-down and 180-degree images), in one pass over the rows: each row is
-    read and mirrored (``sym_lines[0]``) once and placed in all three images."""
+def _klein_images(b, rows, cols, sym_lines):
+    """``(b, left-right, up-down, 180-degree)`` images of ``b``, in one pass over the rows: each row is read and
+    mirrored (``sym_lines[0]``) once and placed in all three images."""
     width = np.uint64(4 * cols)
     rmask = np.uint64((1 << (4 * cols)) - 1)
     lr = np.uint64(0)
@@ -305,7 +305,53 @@ def _min_klein(b, rows, cols, sym_lines, best):
         lr |= mirrored << here
         ud |= row << there
         turned |= mirrored << there
+    return b, lr, ud, turned
+
+
+@numba.njit(cache=True, inline="always")
+def _min_klein(b, rows, cols, sym_lines, best):
+    """min(best, b, its left-right, up-down and 180-degree images)."""
+    b, lr, ud, turned = _klein_images(b, rows, cols, sym_lines)
     return min(min(best, b), min(lr, min(ud, turned)))
+
+
+@numba.njit(cache=True, inline="always")
+def _symmetry_images_lines(b, rows, cols, sym_lines, imgs):
+    """Fill ``imgs`` (``uint64[n_sym]``) with the images of ``b`` in the order of ``T.sym_perm``
+    (:func:`~env2048.tables.symmetry_tables`: identity, left-right, up-down, 180 degrees; then for a square
+    board the transpose, the anti-transpose, 90 degrees clockwise and counter-clockwise, which are the
+    transpose's identity, 180-degree, left-right and up-down images)."""
+    imgs[0], imgs[1], imgs[2], imgs[3] = _klein_images(b, rows, cols, sym_lines)
+    if rows == cols:
+        t, t_lr, t_ud, t_turned = _klein_images(_transpose(b, rows, sym_lines), rows, cols, sym_lines)
+        imgs[4], imgs[5], imgs[6], imgs[7] = t, t_turned, t_lr, t_ud
+
+
+@numba.njit(cache=True, inline="always")
+def _symmetry_images(b, rows, cols, sym_lines, sym_bytes, imgs):
+    """Fill ``imgs[s]`` with the image of ``b`` under every symmetry s of the tables: by row lookups when they
+    hold the whole group (``sym_lines`` present; rows and cols constants for the usual shapes, as in
+    :func:`_canonical_fast`), else by byte lookups (:func:`_symmetry_images_bytes`)."""
+    if sym_lines.shape[1] == 0:
+        _symmetry_images_bytes(b, sym_bytes, imgs)
+    elif rows == 4 and cols == 3:
+        _symmetry_images_lines(b, 4, 3, sym_lines, imgs)
+    elif rows == 3 and cols == 3:
+        _symmetry_images_lines(b, 3, 3, sym_lines, imgs)
+    elif rows == 4 and cols == 4:
+        _symmetry_images_lines(b, 4, 4, sym_lines, imgs)
+    else:
+        _symmetry_images_lines(b, rows, cols, sym_lines, imgs)
+
+
+@numba.njit(cache=True, inline="always")
+def _symmetry_images_bytes(b, sym_bytes, imgs):
+    """Fill ``imgs[s]`` with the image of ``b`` under every symmetry s (byte-table lookups)."""
+    for s in range(sym_bytes.shape[0]):
+        t = np.uint64(0)
+        for k in range(sym_bytes.shape[1]):
+            t |= sym_bytes[s, k, (b >> np.uint64(8 * k)) & np.uint64(255)]
+        imgs[s] = t
 
 
 @numba.njit(cache=True, inline="always")

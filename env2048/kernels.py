@@ -11,6 +11,8 @@ rules there; this module is their public name.
   moves at once, each line read once (what the solver's kernels use).
 * ``legal_bits_packed(b, rows, cols, moves) -> int``: bit a set iff action a is legal.
 * ``canonical_packed(b, rows, cols, sym_lines, sym_bytes) -> uint64``: minimum ID over the symmetry group.
+* ``symmetry_images_packed(b, rows, cols, sym_lines, sym_bytes, imgs)``: fills ``imgs`` (``uint64[n_sym]``) with
+  the images of ``b`` in the order of ``T.sym_perm`` (a subgroup's tables give the subgroup's images).
 * ``age_packed(b, cells) -> int``: sum of tile values.
 * ``max_exponent_packed(b, cells) -> int``: largest exponent on the board.
 """
@@ -23,6 +25,7 @@ from .board import _canonical_fast as canonical_packed
 from .board import _legal_bits as legal_bits_packed
 from .board import _max_exponent as max_exponent_packed
 from .board import _move as move_packed
+from .board import _symmetry_images as symmetry_images_packed
 
 __all__ = [
     "age_packed",
@@ -31,4 +34,5 @@ __all__ = [
     "legal_bits_packed",
     "max_exponent_packed",
     "move_packed",
+    "symmetry_images_packed",
 ]

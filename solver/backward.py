@@ -56,7 +56,7 @@ def solve_age(
     """
     T = spec.tables
     a_values, missing = afterstate_values_grouped(
-        afterstates, T.sym_shift, T.sym_bytes, spec.p4, spec.spawn_code, next2, next4,
+        afterstates, T, spec.p4, spec.spawn_code, next2, next4,
         n_chunks_for(afterstates.size), GROUP,
     )  # fmt: skip
     if missing >= 0:

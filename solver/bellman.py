@@ -41,9 +41,10 @@ def best_of(q, tie_rel, tie_abs):
     return top, np.uint8(bits)
 
 
-def afterstate_values_grouped(afterstates, sym_shift, sym_bytes, p4, model, index2, index4, n_chunks, group):
+def afterstate_values_grouped(afterstates, T, p4, model, index2, index4, n_chunks, group):
     """Values of ``afterstates`` (canonical ``uint64[n]``) from their spawned children's: ``(values float64[n],
-    missing)``, ``missing`` -1 or the index of an afterstate with a child the indexes lack.  ``index2`` /
+    missing)``, ``missing`` -1 or the index of an afterstate with a child the indexes lack.  ``T``: the board's
+    :class:`~env2048.tables.BoardTables` (or a symmetry subgroup's); ``index2`` /
     ``index4``: value indexes ``(table, values, shift)`` (:class:`~solver.value_index.ValueIndex`) of the
     children with a 2 and with a 4; ``p4`` the probability of a 4, ``model`` the spawn model's code
     (:data:`solver.kernels.RANDOM` ...); ``group`` afterstates' lookups are issued at a time."""
@@ -51,16 +52,16 @@ def afterstate_values_grouped(afterstates, sym_shift, sym_bytes, p4, model, inde
     out = buffers.empty(n, np.float64)
     missing = np.full(n_chunks, -1, np.int64)
     bounds = chunk_bounds(n, n_chunks)
-    cells = sym_shift.shape[1]
-    scratch = np.empty((n_chunks, sym_shift.shape[0] + 2 * group * cells), np.uint64)
-    run_parallel(_afterstate_values_chunks, n_chunks, afterstates, sym_shift, sym_bytes, float(p4), model, index2,
-                 index4, bounds, group, out, missing, scratch)  # fmt: skip
+    cells = T.sym_shift.shape[1]
+    scratch = np.empty((n_chunks, T.sym_shift.shape[0] + 2 * group * cells), np.uint64)
+    run_parallel(_afterstate_values_chunks, n_chunks, afterstates, T.rows, T.cols, T.sym_lines, T.sym_shift,
+                 T.sym_bytes, float(p4), model, index2, index4, bounds, group, out, missing, scratch)  # fmt: skip
     return out, int(missing.max())
 
 
 @block_kernel
-def _afterstate_values_chunks(lo_chunk, hi_chunk, afterstates, sym_shift, sym_bytes, p4, model, index2, index4,
-                              bounds, group, out, missing, scratch):  # fmt: skip
+def _afterstate_values_chunks(lo_chunk, hi_chunk, afterstates, rows, cols, sym_lines, sym_shift, sym_bytes, p4, model,
+                              index2, index4, bounds, group, out, missing, scratch):  # fmt: skip
     """Chunks ``lo_chunk .. hi_chunk-1`` of :func:`afterstate_values_grouped`; ``scratch[ch]``: chunk ``ch``'s
     symmetry images and the group's child keys (``uint64[n_sym + 2 * group * cells]``)."""
     cells = sym_shift.shape[1]
@@ -78,7 +79,7 @@ def _afterstate_values_chunks(lo_chunk, hi_chunk, afterstates, sym_shift, sym_by
             k = 0
             for i in range(g, g_end):
                 a = afterstates[i]
-                _images(a, sym_bytes, imgs)
+                _images(a, rows, cols, sym_lines, sym_bytes, imgs)
                 for c in range(cells):
                     if (a >> np.uint64(4 * c)) & np.uint64(15):
                         continue

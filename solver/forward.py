@@ -69,7 +69,7 @@ def spawn(
     twos, fours = [], []
     for lo in range(0, afterstates.size, BATCH):
         part = afterstates[lo : lo + BATCH]
-        buf2, starts, c2, buf4, c4 = spawn_children(part, T.sym_shift, T.sym_bytes, two, four, n_chunks_for(part.size))
+        buf2, starts, c2, buf4, c4 = spawn_children(part, T, two, four, n_chunks_for(part.size))
         if two:
             twos.append(merge_runs(buf2, starts, c2))
         if four:

@@ -13,6 +13,7 @@ import numba
 import numpy as np
 
 from env2048.kernels import age_packed, all_moves_packed, canonical_packed
+from env2048.kernels import symmetry_images_packed as _images
 from env2048.rules import ILLEGAL, PLAY, outcome_of
 
 from . import buffers
@@ -288,16 +289,6 @@ def expand_states(states, T, cells, rules, n_chunks):
 
 
 @numba.njit(cache=True, inline="always")
-def _images(b, sym_bytes, imgs):
-    """Fill ``imgs[s]`` with the image of ``b`` under every symmetry s (byte-table lookups)."""
-    for s in range(sym_bytes.shape[0]):
-        t = np.uint64(0)
-        for k in range(sym_bytes.shape[1]):
-            t |= sym_bytes[s, k, (b >> np.uint64(8 * k)) & np.uint64(255)]
-        imgs[s] = t
-
-
-@numba.njit(cache=True, inline="always")
 def _child_canonical(imgs, sym_shift, cell, tile):
     """Canonical form of ``b | tile << 4*cell`` from the images of ``b`` (see ``BoardTables.sym_shift``)."""
     best = imgs[0] | (tile << sym_shift[0, cell])
@@ -306,29 +297,29 @@ def _child_canonical(imgs, sym_shift, cell, tile):
     return best
 
 
-def spawn_children(afterstates, sym_shift, sym_bytes, with_two, with_four, n_chunks):
+def spawn_children(afterstates, T, with_two, with_four, n_chunks):
     """Afterstates -> canonical spawned states: tile 2 children (age + 2) and tile 4 children (age + 4).
 
-    ``afterstates``: canonical ``uint64[n]``; ``sym_shift`` / ``sym_bytes``: the board's symmetry tables
-    (:class:`~env2048.tables.BoardTables`).  Returns ``(buf2, starts, counts2, buf4, counts4)``: per-chunk sorted
+    ``afterstates``: canonical ``uint64[n]``; ``T``: the board's :class:`~env2048.tables.BoardTables` (or a
+    symmetry subgroup's).  Returns ``(buf2, starts, counts2, buf4, counts4)``: per-chunk sorted
     unique runs for each child age (both share ``starts``).  A tile is spawned only if ``with_two`` /
     ``with_four``.
     """
     n = afterstates.shape[0]
-    cells = sym_shift.shape[1]
+    cells = T.sym_shift.shape[1]
     bounds = chunk_bounds(n, n_chunks)
     buf2 = buffers.empty(cells * n if with_two else 0, np.uint64)
     buf4 = buffers.empty(cells * n if with_four else 0, np.uint64)
     counts2 = np.zeros(n_chunks, np.int64)
     counts4 = np.zeros(n_chunks, np.int64)
-    run_parallel(_spawn_chunks, n_chunks, afterstates, sym_shift, sym_bytes, bool(with_two), bool(with_four), bounds,
-                 buf2, counts2, buf4, counts4)  # fmt: skip
+    run_parallel(_spawn_chunks, n_chunks, afterstates, T.rows, T.cols, T.sym_lines, T.sym_shift, T.sym_bytes,
+                 bool(with_two), bool(with_four), bounds, buf2, counts2, buf4, counts4)  # fmt: skip
     return buf2, cells * bounds[:-1], counts2, buf4, counts4
 
 
 @numba.njit(cache=True, nogil=True)
-def _spawn_chunks(lo_chunk, hi_chunk, afterstates, sym_shift, sym_bytes, with_two, with_four, bounds, buf2, counts2,
-                  buf4, counts4):  # fmt: skip
+def _spawn_chunks(lo_chunk, hi_chunk, afterstates, rows, cols, sym_lines, sym_shift, sym_bytes, with_two, with_four,
+                  bounds, buf2, counts2, buf4, counts4):  # fmt: skip
     """Chunks ``lo_chunk .. hi_chunk-1`` of :func:`spawn_children`."""
     cells = sym_shift.shape[1]
     imgs = np.empty(sym_shift.shape[0], np.uint64)
@@ -337,7 +328,7 @@ def _spawn_chunks(lo_chunk, hi_chunk, afterstates, sym_shift, sym_bytes, with_tw
         w2 = w4 = cells * lo
         for i in range(lo, hi):
             a = afterstates[i]
-            _images(a, sym_bytes, imgs)
+            _images(a, rows, cols, sym_lines, sym_bytes, imgs)
             for c in range(cells):
                 shift = np.uint64(4 * c)
                 if (a >> shift) & np.uint64(15):

@@ -193,7 +193,7 @@ def values_from_children(
     """Afterstate values (``float64[n]``) from value indexes of their children's values (ages + 2, + 4)."""
     T = spec.tables
     values, missing = afterstate_values_grouped(
-        afterstates, T.sym_shift, T.sym_bytes, spec.p4, spec.spawn_code, index2, index4,
+        afterstates, T, spec.p4, spec.spawn_code, index2, index4,
         n_chunks_for(afterstates.size), GROUP,
     )  # fmt: skip
     if missing >= 0:

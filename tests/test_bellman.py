@@ -115,7 +115,7 @@ def test_afterstate_values_grouped_matches_reference(cases, p4, model, group, se
                 child[r][c] = tile
                 children[age_step].setdefault(naive.canonical(child), float(rng.standard_normal() * 100))
     T = board_tables(rows, cols)
-    got, missing = afterstate_values_grouped(afters, T.sym_shift, T.sym_bytes, p4, model, _index_of(children[2]),
+    got, missing = afterstate_values_grouped(afters, T, p4, model, _index_of(children[2]),
                                              _index_of(children[4]), 2, group)  # fmt: skip
     assert missing == -1
     both = {**children[2], **children[4]}
@@ -172,7 +172,7 @@ def test_grouped_kernels_report_a_missing_child():
     T = board_tables(2, 3)
     after = np.array([naive.canonical([[1, 0, 0], [0, 0, 0]])], np.uint64)
     empty = build_value_index(np.empty(0, np.uint64), np.empty(0))
-    _, missing = afterstate_values_grouped(after, T.sym_shift, T.sym_bytes, 0.1, RANDOM, empty, empty, 1, 4)
+    _, missing = afterstate_values_grouped(after, T, 0.1, RANDOM, empty, empty, 1, 4)
     assert missing == 0
     state = np.array([naive.canonical([[1, 0, 1], [0, 0, 0]])], np.uint64)
     rules = plain_rules(6, None)

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from env2048 import board as B
+from env2048.board import _symmetry_images_bytes
 from env2048.rules import plain_rules
 from env2048.tables import board_tables
 from solver.forward import n_chunks_for
@@ -78,7 +79,7 @@ def test_spawn_children_matches_reference(cases, with_two, with_four):
     grids = [g for r, c, g in cases if (r, c) == (rows, cols)]
     afters = np.unique(np.array([naive.canonical(g) for g in grids], np.uint64))
     T = board_tables(rows, cols)
-    buf2, starts, c2, buf4, c4 = spawn_children(afters, T.sym_shift, T.sym_bytes, with_two, with_four, 3)
+    buf2, starts, c2, buf4, c4 = spawn_children(afters, T, with_two, with_four, 3)
     twos, fours = set(), set()
     for a in afters:
         for child, _ in naive.spawn_outcomes(_grid(a, rows, cols), 0.5):
@@ -100,7 +101,10 @@ def test_child_canonical_equals_canonical_of_child(case, cell, tile):
     b = B.pack(np.array(grid))
     T = board_tables(rows, cols)
     imgs = np.empty(T.sym_shift.shape[0], np.uint64)
-    _images(b, T.sym_bytes, imgs)
+    _images(b, rows, cols, T.sym_lines, T.sym_bytes, imgs)
+    by_bytes = np.empty_like(imgs)
+    _symmetry_images_bytes(b, T.sym_bytes, by_bytes)
+    assert imgs.tolist() == by_bytes.tolist()  # row lookups and byte lookups: the same images, in sym_perm's order
     child = b | (np.uint64(tile) << np.uint64(4 * cell))
     assert _child_canonical(imgs, T.sym_shift, cell, np.uint64(tile)) == B.canonical(child, rows, cols)
 

@@ -69,8 +69,7 @@ def design(name: str):
             return build_value_index(ids, values, max_load=max_load)
 
         def after(a, T, spec, i2, i4, nc):
-            return afterstate_values_grouped(a, T.sym_shift, T.sym_bytes, spec.p4, spec.spawn_code, i2[:3], i4[:3],
-                                             nc, group)  # fmt: skip
+            return afterstate_values_grouped(a, T, spec.p4, spec.spawn_code, i2[:3], i4[:3], nc, group)
 
         def state(s, T, spec, idx, nc):
             return state_values_grouped(s, T, spec.rules, spec.objective == "score", idx[:3], nc, TIE_TOLERANCE, 0.0,

@@ -9,8 +9,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from env2048.board import _symmetry_images_bytes as _images
 from env2048.kernels import canonical_packed, max_exponent_packed, move_packed
-from solver.kernels import ADVERSARIAL, OPTIMISTIC, RANDOM, _child_canonical, _images, chunk_bounds
+from solver.kernels import ADVERSARIAL, OPTIMISTIC, RANDOM, _child_canonical, chunk_bounds
 
 _HASH_MULT = np.uint64(0x9E3779B97F4A7C15)
 
