@@ -112,20 +112,8 @@ def _move(b, action, rows, cols, moves):
 
     ``moves`` is ``T.moves`` of the shape's :class:`~env2048.tables.BoardTables`: one lookup per line.  Lines
     longer than ``MAX_TABLE_LINE`` take the generic slide.  Raises ``OverflowError`` if the move would make
-    tile 2**16.  The row count is made a constant for the usual boards, so that LLVM unrolls the loops over
-    lines and cells (as in :func:`_min_klein`).
+    tile 2**16.
     """
-    if rows == 2:
-        return _move_lines(b, action, 2, cols, moves)
-    if rows == 3:
-        return _move_lines(b, action, 3, cols, moves)
-    if rows == 4:
-        return _move_lines(b, action, 4, cols, moves)
-    return _move_lines(b, action, rows, cols, moves)
-
-
-@numba.njit(cache=True, inline="always")
-def _move_lines(b, action, rows, cols, moves):
     out = np.uint64(0)
     reward = np.uint64(0)
     if action == RIGHT or action == LEFT:
@@ -177,22 +165,20 @@ def _all_moves(b, rows, cols, moves):
     """Kernel: the afterstates and rewards of all four actions on ``b``, ``((up, right, down, left), (rewards
     int64 in the same order))``: each row and column code is read once and serves both of its directions.
     Illegal actions leave ``b`` unchanged, as in :func:`_move`."""
-    if rows == 2:
-        return _all_moves_lines(b, 2, cols, moves)
-    if rows == 3:
-        return _all_moves_lines(b, 3, cols, moves)
-    if rows == 4:
-        return _all_moves_lines(b, 4, cols, moves)
-    return _all_moves_lines(b, rows, cols, moves)
-
-
-@numba.njit(cache=True, inline="always")
-def _all_moves_lines(b, rows, cols, moves):
     if rows > MAX_TABLE_LINE or cols > MAX_TABLE_LINE:
-        up, r_up = _move_lines(b, UP, rows, cols, moves)
-        right, r_right = _move_lines(b, RIGHT, rows, cols, moves)
-        down, r_down = _move_lines(b, DOWN, rows, cols, moves)
-        left, r_left = _move_lines(b, LEFT, rows, cols, moves)
+        # one inlined copy of the move in a loop, not four: each copy costs compilation time in every kernel
+        up = right = down = left = b
+        r_up = r_right = r_down = r_left = np.int64(0)
+        for action in range(4):
+            after, r = _move(b, action, rows, cols, moves)
+            if action == UP:
+                up, r_up = after, r
+            elif action == RIGHT:
+                right, r_right = after, r
+            elif action == DOWN:
+                down, r_down = after, r
+            else:
+                left, r_left = after, r
         return (up, right, down, left), (r_up, r_right, r_down, r_left)
     rmask = np.uint64((1 << (4 * cols)) - 1)
     left = right = row_reward = np.uint64(0)
@@ -330,16 +316,9 @@ def _symmetry_images_lines(b, rows, cols, sym_lines, imgs):
 @numba.njit(cache=True, inline="always")
 def _symmetry_images(b, rows, cols, sym_lines, sym_bytes, imgs):
     """Fill ``imgs[s]`` with the image of ``b`` under every symmetry s of the tables: by row lookups when they
-    hold the whole group (``sym_lines`` present; rows and cols constants for the usual shapes, as in
-    :func:`_canonical_fast`), else by byte lookups (:func:`_symmetry_images_bytes`)."""
+    hold the whole group (``sym_lines`` present), else by byte lookups (:func:`_symmetry_images_bytes`)."""
     if sym_lines.shape[1] == 0:
         _symmetry_images_bytes(b, sym_bytes, imgs)
-    elif rows == 4 and cols == 3:
-        _symmetry_images_lines(b, 4, 3, sym_lines, imgs)
-    elif rows == 3 and cols == 3:
-        _symmetry_images_lines(b, 3, 3, sym_lines, imgs)
-    elif rows == 4 and cols == 4:
-        _symmetry_images_lines(b, 4, 4, sym_lines, imgs)
     else:
         _symmetry_images_lines(b, rows, cols, sym_lines, imgs)
 
@@ -367,9 +346,9 @@ def _canonical_fast(b, rows, cols, sym_lines, sym_bytes):
     """Kernel: the same as :func:`_canonical`, fast (the solver's hot path).
 
     Mirrors by row lookups in ``T.sym_lines`` and shifts: the 4 images {id, left-right, up-down, 180}, and for
-    a square board the same 4 of the transpose.  Rows too long for line tables use ``T.sym_bytes``.  The usual
-    shapes get their own copy with ``rows`` and ``cols`` constants, which LLVM unrolls: on 4x3 that took the
-    canonical forms of a state's afterstates from ~60 to ~14 ns here.
+    a square board the same 4 of the transpose.  Rows too long for line tables use ``T.sym_bytes``.  Copies
+    with ``rows`` and ``cols`` as constants (which LLVM unrolls) were faster still, but every copy is compiled
+    again wherever a kernel inlines this: see docs/solver-performance.md, "Compute in the kernels".
     """
     if sym_lines.shape[1] == 0:
         best = b
@@ -379,21 +358,6 @@ def _canonical_fast(b, rows, cols, sym_lines, sym_bytes):
                 t |= sym_bytes[s, k, (b >> np.uint64(8 * k)) & np.uint64(255)]
             best = min(best, t)
         return best
-    if rows == 4:
-        if cols == 3:
-            return _canonical_lines(b, 4, 3, sym_lines)
-        if cols == 4:
-            return _canonical_lines(b, 4, 4, sym_lines)
-    elif rows == 3:
-        if cols == 3:
-            return _canonical_lines(b, 3, 3, sym_lines)
-        if cols == 4:
-            return _canonical_lines(b, 3, 4, sym_lines)
-    elif rows == 2:
-        if cols == 2:
-            return _canonical_lines(b, 2, 2, sym_lines)
-        if cols == 3:
-            return _canonical_lines(b, 2, 3, sym_lines)
     return _canonical_lines(b, rows, cols, sym_lines)
 
 
