@@ -334,14 +334,6 @@ def _symmetry_images_bytes(b, sym_bytes, imgs):
 
 
 @numba.njit(cache=True, inline="always")
-def _canonical_lines(b, rows, cols, sym_lines):
-    best = _min_klein(b, rows, cols, sym_lines, b)
-    if rows == cols:
-        best = _min_klein(_transpose(b, rows, sym_lines), rows, cols, sym_lines, best)
-    return best
-
-
-@numba.njit(cache=True, inline="always")
 def _canonical_fast(b, rows, cols, sym_lines, sym_bytes):
     """Kernel: the same as :func:`_canonical`, fast (the solver's hot path).
 
@@ -358,7 +350,10 @@ def _canonical_fast(b, rows, cols, sym_lines, sym_bytes):
                 t |= sym_bytes[s, k, (b >> np.uint64(8 * k)) & np.uint64(255)]
             best = min(best, t)
         return best
-    return _canonical_lines(b, rows, cols, sym_lines)
+    best = _min_klein(b, rows, cols, sym_lines, b)
+    if rows == cols:
+        best = _min_klein(_transpose(b, rows, sym_lines), rows, cols, sym_lines, best)
+    return best
 
 
 @numba.njit(cache=True)
