@@ -11,7 +11,7 @@ import sys
 import pytest
 from golden_tables import checksums_of as checksums
 from ray_helpers import SPECS, golden_checksums, require_ray
-from sockets import SocketWatch
+from sockets import SocketWatch, unrelated_traffic
 
 from solver.sharded import build_sharded
 
@@ -66,22 +66,27 @@ def test_every_shard_runs_as_a_ray_task(ray_local, tmp_path):
 
 
 def test_cli_builds_on_a_private_ray_on_the_loopback(tmp_path):
-    """The CLI's private Ray builds the same table, and every socket of every process it starts (GCS, raylet,
-    dashboard, agents, workers), watched from start to shutdown, is on a loopback address."""
+    """The CLI's private Ray builds the same table, and every process it starts (GCS, raylet, agents, workers),
+    traced and sampled from start to shutdown, uses loopback addresses only, while an unrelated process connects
+    in a loop to 127.0.0.2, which the watch counts as off the loopback: those connections are not blamed."""
     out = tmp_path / "cli"
     args = [sys.executable, "-m", "solver", "build", "--board", "2x3", "--backend", "ray", "--shards", "2",
             "--shard-min", "0", "--threads", "2", "--quiet", "--out", str(out)]  # fmt: skip
     # a RAY_ADDRESS in the environment (or another Ray on the machine) must not be joined: the Ray is private
     env = {**os.environ, "RAY_ADDRESS": "127.0.0.1:9"}
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    with SocketWatch(proc.pid) as watch:
-        stdout, stderr = proc.communicate(timeout=300)
+    with unrelated_traffic("127.0.0.2", pause=0.05) as other:
+        watch = SocketWatch(tmp_path / "trace", treat_as_remote=[other.address])
+        with watch.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                              text=True, env=env) as proc:  # fmt: skip
+            stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr
     assert "on 2 shards" in stdout
     assert checksums(out) == golden_checksums("2x3")
-    names = {name for name, _ in watch.listeners()}
+    names = {o.name for o in watch.listeners()}
     assert {"gcs_server", "raylet"} <= names, f"the watch saw no Ray listener in {watch.samples} samples: {names}"
+    assert {c.name for c in watch.calls} >= {"gcs_server", "raylet"}, "the trace saw no call of Ray's processes"
     assert watch.off_loopback() == []
+    other.check_not_blamed(watch)
 
 
 def test_cli_refuses_a_table_file_on_ray(tmp_path):
