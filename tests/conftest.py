@@ -2,23 +2,46 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
+import signal
 import sys
 import tempfile
 
 import numpy as np
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, os.path.dirname(__file__))
-# Tables that gym.make("Solved2048-*") and Oracle.for_board build go to a fresh directory: tests never read a
-# developer's cache (which an older solver may have written) nor write to it.  SB3's default logger, which makes an
-# empty SB3-<time> folder per training run, writes there too; the directory goes at the end of the session.
-TEST_HOME = tempfile.mkdtemp(prefix="solved2048-tests-")
-os.environ["SOLVED2048_HOME"] = TEST_HOME
-os.environ["SB3_LOGDIR"] = os.path.join(TEST_HOME, "sb3-logs")
+
+#: The temporary directory and home of the machine, before :func:`pytest_configure` moved both into pytest's base
+#: temporary directory (tests that check that nothing is left outside it look here).
+SYSTEM_TMP = tempfile.gettempdir()
+SYSTEM_HOME = os.path.expanduser("~")
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own tmp_path plugin has set up the base temporary directory
+def pytest_configure(config):
+    """Everything the suite writes goes below pytest's base temporary directory, before any test module is
+    imported: the temporary files of this process and of every process it starts (Ray's session directories,
+    Chromium's, torch's, tempfile's), and what programs keep in a home directory (Ray's auth token, matplotlib's
+    and Chromium's caches).  Tables that gym.make("Solved2048-*") and Oracle.for_board build go to a fresh
+    directory too: tests never read a developer's cache (which an older solver may have written) nor write to it.
+    SB3's default logger, which makes an empty SB3-<time> folder per training run, writes there as well."""
+    base = config._tmp_path_factory.getbasetemp()  # what the tmp_path_factory fixture gives; no public hook has it
+    home, tmp, tables = base / "home", base / "tmp", base / "solved2048-home"
+    for path in (home, tmp, tables):
+        path.mkdir(exist_ok=True)
+    os.environ.update({"HOME": str(home), "TMPDIR": str(tmp), "SOLVED2048_HOME": str(tables),
+                       "SB3_LOGDIR": str(tables / "sb3-logs")})  # fmt: skip
+    for name, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache"), ("XDG_DATA_HOME", ".local/share"),
+                      ("XDG_STATE_HOME", ".local/state")):  # fmt: skip
+        os.environ[name] = str(home / sub)
+    tempfile.tempdir = None  # tempfile reads TMPDIR again
+
 
 settings.register_profile("ci", max_examples=150, deadline=None, derandomize=True)
 settings.register_profile("dev", max_examples=60, deadline=None)
@@ -57,5 +80,16 @@ def chi2_pvalue(observed, expected) -> float:
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """The session's table cache (the 3x3 table alone is 125 MB) does not outlive it."""
-    shutil.rmtree(TEST_HOME, ignore_errors=True)
+    """No test leaves a process running: any process still below this one fails the session, and is ended.  The
+    session's table cache (the 3x3 table alone is 125 MB) does not outlive it (pytest keeps its last three base
+    temporary directories)."""
+    from sockets import descendants
+
+    left = {pid: name for pid, name in descendants(os.getpid()).items() if pid != os.getpid()}
+    if left:
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        session.config.get_terminal_writer().line(f"processes left running by the tests (ended now): {left}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    shutil.rmtree(os.environ["SOLVED2048_HOME"], ignore_errors=True)

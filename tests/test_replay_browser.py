@@ -12,12 +12,16 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
+from sockets import descendants
 
 from experiments import replay
 from oracle import Oracle
+
+from conftest import SYSTEM_HOME, SYSTEM_TMP
 
 
 def _browser_paths() -> tuple[str, str]:
@@ -40,8 +44,10 @@ def _browser_paths() -> tuple[str, str]:
     return chromium, driver
 
 
-@pytest.fixture(scope="module")
-def browser():
+def start_browser(profile: Path):
+    """Headless Chromium driven by chromedriver, with its profile in ``profile`` (inside pytest's tmp_path; its
+    temporary files go to the session's TMPDIR, which conftest.py puts there too) and no network of its own: no
+    background requests, component updates, sync or QUIC, which this machine's closed network refuses."""
     chromium, driver_path = _browser_paths()
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -49,10 +55,17 @@ def browser():
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1100,800", "--allow-file-access-from-files"):  # fmt: skip
+                "--window-size=1100,800", "--allow-file-access-from-files", f"--user-data-dir={profile}",
+                "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--disable-quic"):  # fmt: skip
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    return webdriver.Chrome(service=Service(driver_path), options=options)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    driver = start_browser(tmp_path_factory.mktemp("chromium-profile"))
     yield driver
     driver.quit()
 
@@ -216,3 +229,47 @@ def test_the_badges_stay_inside_their_box_on_2x4(browser, tmp_path):
     for _ in range(min(games[0].moves, 30)):
         assert _badges_overflow(browser) == []
         _press(browser, "ARROW_RIGHT")
+
+
+def _chromium_traces() -> set[str]:
+    """What Chromium leaves in the machine's temporary directory and home when it is not told otherwise: its
+    singleton directories (``org.chromium.Chromium.*``) and its profile, crash reports and dconf cache."""
+    found = {str(p) for p in Path(SYSTEM_TMP).glob("*org.chromium.*")}
+    for sub in (".config/chromium", ".cache/chromium", ".cache/dconf"):
+        if (Path(SYSTEM_HOME) / sub).exists():
+            found.add(str(Path(SYSTEM_HOME) / sub))
+    return found
+
+
+def test_the_browser_keeps_its_files_in_tmp_path(tmp_path):
+    """A browser started as the tests start it writes its profile where it is told and, once it has quit, left
+    nothing in the machine's temporary directory or home, nor a process."""
+    _browser_paths()
+    before = _chromium_traces()
+    profile = tmp_path / "profile"
+    driver = start_browser(profile)
+    try:
+        driver.get((tmp_path / "none.html").as_uri())  # a page that does not exist is enough
+        processes = descendants(driver.service.process.pid)
+        assert "chromedriver" in processes.values() and len(processes) > 1, processes
+    finally:
+        driver.quit()
+    assert (profile / "Default").is_dir(), sorted(p.name for p in profile.iterdir())
+    assert _chromium_traces() - before == set()
+    deadline = time.monotonic() + 10  # the browser's helpers end a moment after chromedriver
+    while (alive := _running(processes)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive, f"browser processes outlived quit() by 10 s: {alive}"
+
+
+def _running(pids) -> list[int]:
+    """Those of ``pids`` that still run (a zombie has ended, whoever reaps it)."""
+    out = []
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        if stat[stat.rindex(")") + 2] != "Z":
+            out.append(pid)
+    return out
