@@ -9,6 +9,7 @@ import shutil
 import signal
 import sys
 import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -85,7 +86,8 @@ def pytest_sessionfinish(session, exitstatus):
     temporary directories)."""
     from sockets import descendants
 
-    left = {pid: name for pid, name in descendants(os.getpid()).items() if pid != os.getpid()}
+    left = {pid: _command_line(pid) for pid in descendants(os.getpid()) if pid != os.getpid()}
+    left = {pid: line for pid, line in left.items() if line and not any(h in line for h in MULTIPROCESSING_HELPERS)}
     if left:
         for pid in left:
             with contextlib.suppress(ProcessLookupError):
@@ -93,3 +95,16 @@ def pytest_sessionfinish(session, exitstatus):
         session.config.get_terminal_writer().line(f"processes left running by the tests (ended now): {left}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     shutil.rmtree(os.environ["SOLVED2048_HOME"], ignore_errors=True)
+
+
+#: multiprocessing's helper processes (SB3's SubprocVecEnv starts them): they serve this process until it exits,
+#: and then end by themselves.
+MULTIPROCESSING_HELPERS = ("multiprocessing.forkserver", "multiprocessing.resource_tracker")
+
+
+def _command_line(pid: int) -> str:
+    """The command line of process ``pid``; empty if it has ended (a zombie has none)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
