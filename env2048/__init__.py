@@ -5,11 +5,13 @@ Importing this package registers the environments::
     import gymnasium as gym
     import env2048  # noqa: F401
 
-    env = gym.make("Solved2048-3x3")
+    env = gym.make("Solved2048-3x3")  # the latest version: Solved2048-3x3-v1
     envs = gym.make_vec("Game2048-v0", num_envs=64, rows=4, cols=4)
 """
 
 from __future__ import annotations
+
+import warnings
 
 from gymnasium.envs.registration import register, registry
 
@@ -33,6 +35,7 @@ __all__ = [
     "Pattern",
     "RIGHT",
     "REGISTERED_IDS",
+    "SUITE_IDS",
     "UP",
     "board",
     "board_tables",
@@ -45,13 +48,12 @@ __all__ = [
 _ENTRY = "env2048.env:Game2048Env"
 _VECTOR_ENTRY = "env2048.vector:Game2048VectorEnv"
 
-#: id -> default kwargs.  "Solved2048-RxC" boards are the ones this project solves exactly (4x3 = 4 rows x 3
-#: columns, as in Kaneko & Yamashita's "Strongly Solving 2048 4x3").
+#: id -> default kwargs.  "Solved2048-RxC-v1" boards are the ones this project solves exactly (4x3 = 4 rows x 3
+#: columns, as in Kaneko & Yamashita's "Strongly Solving 2048 4x3").  Gymnasium resolves an id without its version
+#: ("Solved2048-3x3") to the latest version; the notice it gives for that is silenced for these ids below.
 REGISTERED_IDS = {
     "Game2048-v0": {},
-    "Solved2048-2x2": {"rows": 2, "cols": 2},
-    "Solved2048-3x3": {"rows": 3, "cols": 3},
-    "Solved2048-4x3": {"rows": 4, "cols": 3},
+    **{f"Solved2048-{r}x{c}-v1": {"rows": r, "cols": c} for r, c in ((2, 2), (2, 3), (2, 4), (3, 3), (4, 3))},
 }
 
 #: Optimal expected score from the standard random start (p4 = 0.1), as computed by ``python -m solver build``.
@@ -69,6 +71,16 @@ for _id, _kwargs in REGISTERED_IDS.items():
     if _id not in registry:
         entry = _SOLVED_ENTRY if _id.startswith("Solved2048") else _ENTRY
         register(id=_id, entry_point=entry, vector_entry_point=_VECTOR_ENTRY, kwargs=dict(_kwargs))
+
+#: The tasks of the Solved2048 suite (experiments.suite, docs/suite.md) that no id above names: goal games and 4x4
+#: endgames, each with its table built on first use.  id -> the task's name.
+SUITE_IDS = {"Solved2048-3x3-512-v1": "3x3-512", "Solved2048-4x3-128-v1": "4x3-128",
+             **{f"Endgame2048-{name}-256-v1": f"{name}-256" for name in ("L3", "442", "t")}}  # fmt: skip
+for _id, _task in SUITE_IDS.items():
+    if _id not in registry:
+        register(id=_id, entry_point="experiments.suite.envs:make_task_env", kwargs={"task": _task})
+
+warnings.filterwarnings("ignore", message=r".*Using the latest versioned environment `(Solved|Endgame)2048-")
 
 #: Endgame patterns (docs/endgame.md): "Endgame2048-v0" takes ``pattern`` (a built-in name, a JSON file or a
 #: Pattern), ``target`` and optionally ``oracle_table``; the named ids fix a built-in pattern and default to T = 512.

@@ -1,0 +1,100 @@
+"""Command line of the suite: ``python -m experiments.suite {tables,run,compare} ...`` (docs/suite.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from .tasks import SUITE_V1, SUITE_VERSION, TaskError, ensure_table, table_digest, tasks_named
+
+
+def cmd_tables(args) -> int:
+    """Build the tasks' tables (those missing), and with --verify check V* and the digests against the pins."""
+    bad = 0
+    for task in tasks_named(args.tasks):
+        start = time.perf_counter()
+        path = ensure_table(task, progress=not args.quiet)
+        line = f"{task.name}: {path} ({time.perf_counter() - start:.1f} s)"
+        if args.verify:
+            from oracle import Oracle
+
+            digest = table_digest(path)
+            with Oracle.open(path) as oracle:
+                value = oracle.start_value
+            ok = digest == task.table_digest and value == task.optimal_value
+            bad += not ok
+            line += f"; V* = {value!r}, digest {digest}: {'as pinned' if ok else 'NOT AS PINNED'}"
+        print(line, flush=True)
+    return 1 if bad else 0
+
+
+def cmd_run(args) -> int:
+    from .runner import SuiteRunError, run_suite
+
+    try:
+        result = run_suite(
+            args.out,
+            args.seeds,
+            agent=args.agent,
+            trainer=args.trainer,
+            tasks=args.tasks,
+            progress=not args.quiet,
+            command=["python", "-m", "experiments.suite", *sys.argv[1:]],
+        )
+    except (SuiteRunError, TaskError, ValueError, FileNotFoundError) as e:  # fmt: skip
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.out}/suite.json: {result['seeds']} run(s) x {len(result['tasks'])} tasks")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from .aggregate import compare
+
+    try:
+        result = compare(args.dirs, args.out, reps=args.reps)
+    except (ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    from .aggregate import markdown
+
+    print(markdown(result))
+    print(f"wrote {args.out}/compare.md, compare.json, aggregates.png, profiles.png")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.suite", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    names = ", ".join(t.name for t in SUITE_V1)
+    p = sub.add_parser("tables", help=f"build the tables of suite v{SUITE_VERSION} ({names})")
+    p.add_argument("--tasks", default=None, help="comma-separated task names (default: all)")
+    p.add_argument("--verify", action="store_true", help="check V* and each table's digest against the pins")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_tables)
+    p = sub.add_parser("run", help="score an agent, or a trainer's policies, on every task and seed")
+    who = p.add_mutually_exclusive_group(required=True)
+    who.add_argument("--agent", help="an agent spec (random, greedy, optimal, expectimax:D, td:PATH, ppo:PATH, "
+                     "package.module:factory)")  # fmt: skip
+    who.add_argument("--trainer", help="package.module:function, called as train(task, budget_steps, seed)")
+    p.add_argument("--seeds", type=int, default=5, help="runs per task: seeds 0..N-1 (default 5)")
+    p.add_argument("--tasks", default=None, help="comma-separated task names (default: all)")
+    p.add_argument("--out", required=True, help="results directory (resumed if it holds a run of the same agent)")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("compare", help="aggregate results directories with rliable: table and plots")
+    p.add_argument("dirs", nargs="+", help="results directories of `run`")
+    p.add_argument("--out", required=True)
+    p.add_argument("--reps", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    p.set_defaults(func=cmd_compare)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except TaskError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

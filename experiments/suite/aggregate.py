@@ -1,0 +1,157 @@
+"""Aggregates across tasks and runs the way RL papers report them, computed by rliable (Agarwal et al., 2021):
+IQM, mean, median and optimality gap with stratified-bootstrap 95% CIs, performance profiles and probability of
+improvement.  Scores are normalized by the exact optimum, so the optimality gap (1 - score, clipped at 0) is exact.
+
+    python -m experiments.suite compare DIR_A DIR_B ... --out DIR
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+#: The aggregate metrics, in the order of their columns.
+METRICS = ("IQM", "mean", "median", "optimality gap")
+
+
+def _rliable():
+    try:
+        from rliable import library as rly
+        from rliable import metrics
+    except ImportError as e:
+        raise ImportError("the suite's aggregates need rliable: pip install -e '.[suite]'") from e
+    return rly, metrics
+
+
+def point_estimates(scores: np.ndarray) -> np.ndarray:
+    """IQM, mean, median and optimality gap (gamma = 1, the optimum) of a ``(runs, tasks)`` score matrix."""
+    _, metrics = _rliable()
+    return np.array([metrics.aggregate_iqm(scores), metrics.aggregate_mean(scores),
+                     metrics.aggregate_median(scores), metrics.aggregate_optimality_gap(scores, 1.0)])  # fmt: skip
+
+
+def interval_estimates(matrices: dict[str, np.ndarray], reps: int = 2000, seed: int = 0):
+    """``(points, cis)``: per algorithm, the :data:`METRICS` and their stratified-bootstrap 95% CIs
+    (``float64[2, 4]``, lower and upper rows)."""
+    rly, _ = _rliable()
+    np.random.seed(seed)  # noqa: NPY002  (rliable's bootstrap draws from numpy's global generator)
+    return rly.get_interval_estimates(matrices, point_estimates, reps=reps)
+
+
+def probability_of_improvement(x: np.ndarray, y: np.ndarray, reps: int = 2000, seed: int = 0):
+    """P(X > Y) over tasks, with its stratified-bootstrap CI: ``(point, (low, high))``."""
+    rly, metrics = _rliable()
+    np.random.seed(seed)  # noqa: NPY002
+    points, cis = rly.get_interval_estimates({"pair": (x, y)}, metrics.probability_of_improvement, reps=reps)
+    low, high = np.ravel(cis["pair"])
+    return float(points["pair"]), (float(low), float(high))
+
+
+def load_matrix(path) -> tuple[str, dict]:
+    """``(name, suite.json)`` of a results directory (or a suite.json file)."""
+    path = Path(path)
+    file = path / "suite.json" if path.is_dir() else path
+    if not file.exists():
+        raise FileNotFoundError(f"{path}: no suite.json (run `python -m experiments.suite run ... --out {path}`)")
+    data = json.loads(file.read_text())
+    return data.get("agent") or data.get("trainer") or file.parent.name, data
+
+
+def compare(dirs, out, reps: int = 2000) -> dict:
+    """Aggregate the results directories ``dirs`` (same suite version and tasks) into ``out``: ``compare.md``,
+    ``compare.json``, ``aggregates.png`` and ``profiles.png``.  Returns the table as a dict."""
+    loaded = [load_matrix(d) for d in dirs]
+    versions = {data.get("suite_version") for _, data in loaded}
+    if len(versions) != 1:
+        raise ValueError(f"the results come from different suite versions {sorted(versions)}: compare one version")
+    tasks = {tuple(data["tasks"]) for _, data in loaded}
+    if len(tasks) != 1:
+        raise ValueError(f"the results cover different tasks: {sorted(tasks)}")
+    matrices = {name: np.asarray(data["normalized"], float) for name, data in loaded}
+    if len(matrices) != len(loaded):
+        raise ValueError("two results directories hold the same agent: compare distinct ones")
+    points, cis = interval_estimates(matrices, reps)
+    table = {name: {m: {"point": float(points[name][i]), "ci": [float(cis[name][0][i]), float(cis[name][1][i])]}
+                    for i, m in enumerate(METRICS)} | {"runs": int(matrices[name].shape[0])}
+             for name in matrices}  # fmt: skip
+    names = list(matrices)
+    improvement = {}
+    for a in names:
+        for b in names:
+            if a != b:
+                point, ci = probability_of_improvement(matrices[a], matrices[b], reps)
+                improvement[f"{a} > {b}"] = {"point": point, "ci": list(ci)}
+    result = {"suite_version": versions.pop(), "tasks": list(tasks.pop()), "aggregates": table,
+              "probability_of_improvement": improvement, "reps": reps}  # fmt: skip
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare.json").write_text(json.dumps(result, indent=1) + "\n")
+    (out / "compare.md").write_text(markdown(result))
+    plot_aggregates(result, out / "aggregates.png")
+    plot_profiles(matrices, out / "profiles.png", reps)
+    return result
+
+
+def markdown(result: dict) -> str:
+    lines = [f"Suite v{result['suite_version']}, {len(result['tasks'])} tasks ({', '.join(result['tasks'])}); "
+             "scores are V^pi / V*; 95% stratified-bootstrap CIs (rliable).", "",
+             "| agent | runs | " + " | ".join(METRICS) + " |", "|---|---:|" + "---:|" * len(METRICS)]  # fmt: skip
+    for name, row in result["aggregates"].items():
+        cells = [f"{row[m]['point']:.3f} [{row[m]['ci'][0]:.3f}, {row[m]['ci'][1]:.3f}]" for m in METRICS]
+        lines.append(f"| {name} | {row['runs']} | " + " | ".join(cells) + " |")
+    if result["probability_of_improvement"]:
+        lines += ["", "| probability of improvement | P(X > Y) [95% CI] |", "|---|---:|"]
+        for pair, v in result["probability_of_improvement"].items():
+            lines.append(f"| {pair} | {v['point']:.3f} [{v['ci'][0]:.3f}, {v['ci'][1]:.3f}] |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_aggregates(result: dict, path) -> None:
+    """One panel per metric: each agent's point estimate with its CI."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    names = list(result["aggregates"])
+    fig, axes = plt.subplots(1, len(METRICS), figsize=(3.2 * len(METRICS), 0.5 + 0.45 * len(names)), sharey=True)
+    for ax, m in zip(axes, METRICS, strict=True):
+        for y, name in enumerate(names):
+            row = result["aggregates"][name][m]
+            ax.plot(row["ci"], [y, y], lw=6, alpha=0.5, solid_capstyle="butt")
+            ax.plot([row["point"]], [y], "k|", ms=12)
+        ax.set_title(m)
+        ax.set_xlim(-0.02, 1.02)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(range(len(names)), names)
+    fig.supxlabel("normalized score V^pi / V* (gap: 1 - score)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_profiles(matrices: dict[str, np.ndarray], path, reps: int = 2000) -> None:
+    """Performance profiles (fraction of runs above each normalized score) with stratified-bootstrap bands."""
+    rly, _ = _rliable()
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    taus = np.linspace(0.0, 1.0, 101)
+    np.random.seed(0)  # noqa: NPY002
+    profiles, cis = rly.create_performance_profile(matrices, taus, reps=reps)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name in matrices:
+        ax.plot(taus, profiles[name], label=name)
+        ax.fill_between(taus, cis[name][0], cis[name][1], alpha=0.2)
+    ax.set_xlabel("normalized score τ (V^pi / V*)")
+    ax.set_ylabel("fraction of runs with score > τ")
+    ax.set_ylim(0, 1.02)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,127 @@
+"""``python -m experiments.suite run``: a fixed agent, or a learning algorithm trained per (task, seed), scored on
+every task of the suite; each (task, seed) is saved as it finishes, so an interrupted run resumes.
+
+Files: ``DIR/run.json`` (what the directory holds: suite version, agent or trainer), ``DIR/runs/TASK/seed-K.json``
+(one per finished run) and ``DIR/suite.json`` (the score matrix, runs x tasks, with every raw result and the
+provenance), written once every run is there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from oracle import Oracle
+
+from .policies import as_policy, load_trainer
+from .provenance import provenance
+from .scoring import score_policy
+from .tasks import SUITE_VERSION, Task, ensure_table, table_digest, tasks_named
+
+#: Keys of suite.json and of the run files that vary from run to run of the same command (timings, dates).
+TIMING_KEYS = ("seconds", "train_seconds", "created", "provenance")
+
+
+class SuiteRunError(RuntimeError):
+    """A run of the suite stopped; the message names the task, the seed and the cause.  Finished runs are kept."""
+
+
+def _write_json(path: Path, data: dict) -> None:
+    """Write ``data`` to ``path`` atomically (a temporary file renamed into place): a crash leaves no half file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def _check_directory(out: Path, what: dict) -> None:
+    """``out`` is new, or holds a run of the same suite version and the same agent or trainer."""
+    meta = out / "run.json"
+    if not meta.exists():
+        _write_json(meta, what)
+        return
+    theirs = json.loads(meta.read_text())
+    if theirs.get("suite_version") != SUITE_VERSION:
+        raise SuiteRunError(f"{out} holds results of suite v{theirs.get('suite_version')}, not v{SUITE_VERSION}: "
+                            "give another --out (results of different versions are never mixed)")  # fmt: skip
+    mine = {k: what[k] for k in ("agent", "trainer")}
+    if {k: theirs.get(k) for k in mine} != mine:
+        raise SuiteRunError(f"{out} holds the runs of {theirs.get('agent') or theirs.get('trainer')!r}, not "
+                            f"{what['agent'] or what['trainer']!r}: give another --out")  # fmt: skip
+
+
+def run_suite(out, seeds: int, agent=None, trainer=None, tasks: str | None = None, progress: bool = True,
+              command: list[str] | None = None) -> dict:  # fmt: skip
+    """Score ``agent`` (a spec string, SB3 model, torch module, agent object or callable), or the policies that
+    ``trainer`` (``"module:function"`` or a callable ``train(task, budget_steps, seed) -> policy``) learns, on
+    ``tasks`` (comma-separated names; default all) for seeds 0 .. ``seeds`` - 1.  Returns the suite.json dict."""
+    if (agent is None) == (trainer is None):
+        raise ValueError("give an agent or a trainer, not both and not neither")
+    if not isinstance(seeds, int) or seeds < 1:
+        raise ValueError(f"--seeds must be a whole number >= 1, got {seeds!r}")
+    train = load_trainer(trainer) if isinstance(trainer, str) else trainer
+    label = lambda x: x if isinstance(x, str) or x is None else getattr(x, "__name__", type(x).__name__)  # noqa: E731
+    what = {"suite_version": SUITE_VERSION, "agent": label(agent), "trainer": label(trainer)}
+    chosen = tasks_named(tasks)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    _check_directory(out, what)
+    digests = {}
+    for task in chosen:
+        digests[task.name] = _run_task(out, task, seeds, agent, train, progress)
+    result = collect(out, chosen, seeds)
+    result.update(what)
+    result["tables"] = digests
+    result["provenance"] = provenance(command, chosen)
+    _write_json(out / "suite.json", result)
+    return result
+
+
+def _run_task(out: Path, task: Task, seeds: int, agent, train, progress: bool) -> str:
+    """Every missing seed of ``task``; returns its table's digest."""
+    table = ensure_table(task, progress)
+    digest = table_digest(table)
+    if task.table_digest and digest != task.table_digest:
+        raise SuiteRunError(f"{task.name}: the table {table} is not the suite's (digest {digest[:12]}..., expected "
+                            f"{task.table_digest[:12]}...): delete it to have it built again")  # fmt: skip
+    missing = [s for s in range(seeds) if not (out / "runs" / task.name / f"seed-{s}.json").exists()]
+    if not missing:
+        return digest
+    rows, cols = task.shape
+    with Oracle.open(table) as oracle:
+        for seed in missing:
+            cell = {"task": task.name, "seed": seed, "env_id": task.env_id, "budget_steps": task.budget_steps}
+            try:
+                policy = agent
+                if train is not None:
+                    start = time.perf_counter()
+                    policy = train(task, task.budget_steps, seed)
+                    cell["train_seconds"] = time.perf_counter() - start
+                player = as_policy(policy, rows, cols, seed, oracle)
+                cell.update(score_policy(task, oracle, player, seed, progress))
+            except Exception as e:
+                raise SuiteRunError(f"task {task.name}, seed {seed}: {type(e).__name__}: {e}. The runs finished "
+                                    f"so far are kept in {out}: the same command resumes") from e  # fmt: skip
+            _write_json(out / "runs" / task.name / f"seed-{seed}.json", cell)
+            if progress:
+                print(f"{task.name} seed {seed}: {cell['normalized']:.4f} of V* ({cell['method']}, "
+                      f"{cell['seconds']:.1f} s)", flush=True)  # fmt: skip
+    return digest
+
+
+def collect(out: Path, tasks: list[Task], seeds: int) -> dict:
+    """The score matrix of the finished runs in ``out``: ``normalized[run][task]`` (runs = seeds), ``value`` the
+    same for V^pi, and every run's result under ``runs[task]``."""
+    runs = {t.name: [json.loads((out / "runs" / t.name / f"seed-{s}.json").read_text()) for s in range(seeds)]
+            for t in tasks}  # fmt: skip
+    normalized = np.array([[runs[t.name][s]["normalized"] for t in tasks] for s in range(seeds)])
+    value = np.array([[runs[t.name][s]["value"] for t in tasks] for s in range(seeds)])
+    return {
+        "tasks": [t.name for t in tasks], "seeds": seeds, "normalized": normalized.tolist(), "value": value.tolist(),
+        "optimal_value": {t.name: runs[t.name][0]["optimal_value"] for t in tasks},
+        "method": {t.name: runs[t.name][0]["method"] for t in tasks}, "runs": runs,
+    }  # fmt: skip

@@ -1,0 +1,55 @@
+"""A policy's score on a suite task: exact V^pi by the oracle where the task says so, otherwise a Monte-Carlo
+estimate with its 95% CI (Wilson's interval for a success rate); normalized by the exact optimum V*."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from oracle import Oracle
+
+from .tasks import Task
+
+Z95 = 1.959963984540054
+
+
+def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson's score interval for a success probability from ``successes`` of ``n`` trials: unlike the normal
+    interval it is not empty at 0 or n successes."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def score_policy(task: Task, oracle: Oracle, agent, seed: int, progress: bool = False) -> dict:
+    """Score ``agent`` (anything ``oracle.agent`` accepts) on ``task``: a dict with ``value`` (V^pi: expected
+    score, or probability of success), ``normalized`` (V^pi / V*), ``method`` (``"exact"`` or
+    ``"monte-carlo"``), for Monte Carlo ``episodes``, ``ci_low`` and ``ci_high`` (95%, raw and normalized), and
+    ``seconds``.  Monte-Carlo episode i is played from seed ``seed * 1_000_003 + i``."""
+    optimum = oracle.start_value
+    start = time.perf_counter()
+    if task.exact:
+        ev = oracle.evaluate(agent, progress=progress)
+        out = {"method": "exact", "value": float(ev.value), "states": int(ev.states)}
+    else:
+        report = oracle.regret(agent, episodes=task.mc_episodes, seed=seed * 1_000_003, progress=progress)
+        n = task.mc_episodes
+        if task.kind == "success":
+            low, high = wilson_interval(round(report.mean_score * n), n)
+        else:
+            low, high = report.mean_score - report.score_ci, report.mean_score + report.score_ci
+        out = {"method": "monte-carlo", "value": float(report.mean_score), "episodes": n, "ci_low": float(low),
+               "ci_high": float(high), "mean_regret": float(report.mean_regret)}  # fmt: skip
+    out["optimal_value"] = float(optimum)
+    out["normalized"] = out["value"] / optimum
+    if "ci_low" in out:
+        out["normalized_ci"] = [out["ci_low"] / optimum, out["ci_high"] / optimum]
+    out["seconds"] = time.perf_counter() - start
+    if not np.isfinite(out["value"]):
+        raise ValueError(f"{task.name}: the policy's value is {out['value']}")
+    return out

@@ -1,0 +1,157 @@
+"""The frozen task set of the Solved2048 suite (docs/suite.md): :data:`SUITE_V1`, each task's table and env.
+
+A task is a game this project solves exactly, so that every policy is scored against the true optimum V*:
+
+==============  =========================================  ========================================  ==========
+task            game                                       score (normalized by V*)                  evaluation
+==============  =========================================  ========================================  ==========
+``2x4``         2x4 board, score                           V^pi / V* (expected score)                exact
+``3x3``         3x3 board, score                           V^pi / V*                                 exact
+``3x3-512``     3x3 board, make a 512 (reward 1 when made) P^pi(512) / P*(512)                       exact
+``4x3-128``     4x3 board, make a 128                      P^pi(128) / P*(128)                       Monte Carlo
+``L3-256``      4x4 endgame L3, make a 256                 P^pi(success) / P*(success)               exact
+``442-256``     4x4 endgame 442, make a 256                as above                                  exact
+``t-256``       4x4 endgame t, make a 256                  as above                                  exact
+==============  =========================================  ========================================  ==========
+
+A change of a task's rules, budget or evaluation makes a new suite version; tables and results of one version are
+never mixed with another's.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from env2048.pattern import load_pattern
+from solver.build import build
+from solver.spec import SolveSpec
+from solver.store import Table
+
+SUITE_VERSION = 1
+
+
+class TaskError(ValueError):
+    """An unknown task or suite version, or a table that is not the task's."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task of the suite.
+
+    ``name``: short name (``3x3-512``); ``env_id``: its versioned Gymnasium id; ``board`` (``"3x3"``) and
+    ``objective`` (``"score"`` or ``"tile:K"``), or an endgame ``pattern`` (built-in name) with its ``target``
+    tile; ``budget_steps``: the environment steps a learning algorithm may take; ``exact``: whether a policy's
+    value is computed exactly by the oracle (otherwise estimated from ``mc_episodes`` games, with a CI);
+    ``optimal_value``: V* (expected score, or probability of success) and ``table_digest``: the sha256 of the
+    table's dataset checksums, both pinned when the suite was frozen (the tests and ``tables --verify`` check
+    them)."""
+
+    name: str
+    env_id: str
+    budget_steps: int
+    exact: bool
+    optimal_value: float
+    table_digest: str
+    board: str | None = None
+    objective: str = "score"
+    pattern: str | None = None
+    target: int | None = None
+    mc_episodes: int = 1000
+
+    @property
+    def kind(self) -> str:
+        """``"score"`` (expected score) or ``"success"`` (probability of making the goal tile)."""
+        return "score" if self.pattern is None and self.objective == "score" else "success"
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        spec = self.spec()
+        return spec.rows, spec.cols
+
+    def spec(self) -> SolveSpec:
+        """The game the task's table solves."""
+        if self.pattern is not None:
+            return SolveSpec.for_pattern(load_pattern(self.pattern, self.target))
+        return SolveSpec.parse(self.board, self.objective)
+
+    def describe(self) -> str:
+        return f"{self.name} ({self.spec().describe()}; {self.env_id})"
+
+
+# V* (repr of the float64 start value) and digests: read off the tables built on 2026-11-26 when v1 was frozen
+# (`python -m solver build ... --layout directory`); `python -m experiments.suite tables --verify` checks them.
+SUITE_V1: tuple[Task, ...] = (
+    Task("2x4", "Solved2048-2x4-v1", 100_000, True, 2641.8730356922492,
+         "c83dcc30f81785d2d81933a701234817c31f99defab3f38b37986ab86a7203a1", board="2x4"),
+    Task("3x3", "Solved2048-3x3-v1", 300_000, True, 5468.486797410301,
+         "aaa2555b446daf3d13d1f55b0488a7dcfb62b08873e92e07ff3db5a214ad8482", board="3x3"),
+    Task("3x3-512", "Solved2048-3x3-512-v1", 300_000, True, 0.7367741770231624,
+         "eaa7cbedceb71ebd8380b012b24a5ec47e2e81023218f8eaa223b3af15f7c078", board="3x3", objective="tile:9"),
+    Task("4x3-128", "Solved2048-4x3-128-v1", 100_000, False, 0.9999999999999998,
+         "806ae68f15b7dcd9a19c708208de801d8a51799503312cf25d9beadb5294ecd4", board="4x3", objective="tile:7"),
+    Task("L3-256", "Endgame2048-L3-256-v1", 100_000, True, 0.7633492015778262,
+         "d1cc94d62980e2486228f7141fc81b9db2ec2a6f51a3d58d647ed503f18f0e96", pattern="L3", target=256),
+    Task("442-256", "Endgame2048-442-256-v1", 100_000, True, 0.8090281055142653,
+         "926c6772952a1d0080b2c3f00883d330b3092055e53cabcd5ada2a3b0c093108", pattern="442", target=256),
+    Task("t-256", "Endgame2048-t-256-v1", 100_000, True, 0.35119725672710167,
+         "b0eccf94f11d3d9dfc6002692648122f2c5546c763274bf02bfe08934cc79812", pattern="t", target=256),
+)  # fmt: skip
+
+TASKS = {t.name: t for t in SUITE_V1}
+
+
+def get_task(name: str, version: int = SUITE_VERSION) -> Task:
+    """The task ``name`` of suite ``version``; a clear :class:`TaskError` for an unknown one."""
+    if version != SUITE_VERSION:
+        raise TaskError(f"suite version {version} does not exist: this is suite v{SUITE_VERSION}")
+    if name not in TASKS:
+        raise TaskError(f"unknown task {name!r}: suite v{SUITE_VERSION} has {', '.join(TASKS)}")
+    return TASKS[name]
+
+
+def tasks_named(names: str | None) -> list[Task]:
+    """The tasks of a comma-separated list (all of the suite's for None or "all"), in the suite's order."""
+    if names in (None, "", "all"):
+        return list(SUITE_V1)
+    wanted = [get_task(n.strip()) for n in names.split(",") if n.strip()]
+    return [t for t in SUITE_V1 if t in wanted]
+
+
+def tables_dir() -> Path:
+    """Where the suite's tables live: ``$SOLVED2048_HOME/suite-v1`` (``~/.cache/solved2048/suite-v1``)."""
+    from oracle.oracle import cache_dir
+
+    return cache_dir() / f"suite-v{SUITE_VERSION}"
+
+
+def table_path(task: Task) -> Path:
+    return tables_dir() / task.name
+
+
+def ensure_table(task: Task, progress: bool = True) -> Path:
+    """The task's table, built on first use (a directory table; an interrupted build resumes from its work
+    directory).  Processes that ask at once build it one at a time."""
+    path = table_path(task)
+    if path.exists():  # a table appears by an atomic rename: one that exists is complete
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            if progress:
+                from tqdm import tqdm
+
+                tqdm.write(f"solving suite task {task.describe()} once into {path} ...")
+            build(task.spec(), path, progress=progress, layout="directory")
+    return path
+
+
+def table_digest(path) -> str:
+    """sha256 of a table's ``{dataset: sha256}`` checksums (sorted, as JSON): one fingerprint of its content."""
+    with Table(path) as t:
+        checksums = dict(sorted(t.stored_checksums().items()))
+    return hashlib.sha256(json.dumps(checksums, sort_keys=True).encode()).hexdigest()

@@ -1,0 +1,169 @@
+"""Suite v1 (experiments.suite, docs/suite.md): the frozen tasks' pins, versioned env ids, a whole run on the
+smallest task (files, provenance, resume, determinism), the aggregates against hand computations, and the bad
+inputs.  Only the small tables are built here (2x4 in ~4 s, 3x3-512 in ~8 s; the 3x3 score table is the
+session's); the others are checked by `python -m experiments.suite tables --verify`."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import env2048  # noqa: F401
+from experiments.suite import SUITE_V1, TaskError, get_task
+from experiments.suite.__main__ import main as suite_main
+from experiments.suite.runner import TIMING_KEYS, SuiteRunError, run_suite
+from experiments.suite.scoring import wilson_interval
+from experiments.suite.tasks import ensure_table, table_digest
+from oracle import Oracle
+
+
+def test_the_task_set_is_frozen_with_versioned_ids_budgets_and_pins():
+    assert len(SUITE_V1) >= 7 and len({t.name for t in SUITE_V1}) == len(SUITE_V1)
+    for t in SUITE_V1:
+        assert t.env_id.endswith("-v1") and t.env_id in gym.registry, t.env_id
+        assert t.budget_steps > 0 and 0 < t.optimal_value and len(t.table_digest) == 64
+    assert {t.kind for t in SUITE_V1} == {"score", "success"}
+    assert any(t.pattern for t in SUITE_V1) and any(t.board == "4x3" for t in SUITE_V1)
+
+
+@pytest.mark.parametrize("name", ["2x4", "3x3", "3x3-512"])
+def test_small_tasks_tables_match_their_pins(name):
+    """V* and the digest of the task's table as pinned in SUITE_V1 (the 3x3 score table is the session's cached
+    file: a table's dataset checksums do not depend on its layout)."""
+    task = get_task(name)
+    path = Oracle.for_board("3x3", progress=False).path if name == "3x3" else ensure_table(task, progress=False)
+    assert table_digest(path) == task.table_digest
+    with Oracle.open(path) as oracle:
+        assert oracle.start_value == task.optimal_value
+
+
+def test_versioned_ids_and_the_unversioned_aliases():
+    """An id without its version means the latest one, and a user sees no notice for it (a fresh process with
+    every warning an error)."""
+    code = "import gymnasium as gym, env2048\nprint(gym.make('Solved2048-2x4', oracle=False).spec.id)"
+    run = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.split() == ["Solved2048-2x4-v1"], run.stderr[-2000:]
+    assert gym.make("Solved2048-2x3-v1", oracle=False).reset(seed=0)[0].shape == (2, 3)
+    env = gym.make("Solved2048-3x3-512-v1")
+    obs, info = env.reset(seed=3)
+    assert info["q_values"].shape == (4,) and np.nanmax(info["q_values"]) <= 1.0
+    rewards, done = [], False
+    while not done:
+        obs, reward, terminated, truncated, info = env.step(int(np.nanargmax(info["q_values"])))
+        rewards.append(reward)
+        done = terminated or truncated
+    made = info["max_tile"] >= 512
+    assert rewards[-1] == float(made) and sum(rewards) == float(made)
+
+
+def test_wilson_interval_against_hand_computation():
+    z2 = 1.959963984540054**2
+    assert wilson_interval(0, 10) == (0.0, pytest.approx(z2 / (10 + z2)))
+    low, high = wilson_interval(5, 10)
+    assert low == pytest.approx(0.5 - math.sqrt(z2 * 0.25 / 10 + z2 * z2 / 400) / (1 + z2 / 10))
+    assert high == pytest.approx(1 - low)
+
+
+def test_aggregates_against_hand_computation():
+    from experiments.suite.aggregate import point_estimates, probability_of_improvement
+
+    scores = np.array([[0.0, 0.1], [0.2, 0.3], [0.4, 0.9], [1.0, 1.0]])  # 4 runs x 2 tasks
+    iqm, mean, median, gap = point_estimates(scores)
+    assert iqm == pytest.approx((0.2 + 0.3 + 0.4 + 0.9) / 4)  # the middle half of the 8 sorted scores
+    assert mean == pytest.approx(3.9 / 8)
+    assert median == pytest.approx((0.4 + 0.575) / 2)  # median over tasks of the per-task means
+    assert gap == pytest.approx(1 - 3.9 / 8)
+    other = np.array([[0.1, 0.0], [0.1, 0.0], [0.5, 0.95], [0.5, 0.95]])
+    # P(X > Y) per task over all 16 pairs of runs (ties would count 1/2): task 0 8/16, task 1 10/16
+    point, (low, high) = probability_of_improvement(scores, other, reps=200)
+    assert point == pytest.approx((8 / 16 + 10 / 16) / 2) and low <= point <= high
+
+
+def _strip(data):
+    if isinstance(data, dict):
+        return {k: _strip(v) for k, v in data.items() if k not in TIMING_KEYS}
+    if isinstance(data, list):
+        return [_strip(v) for v in data]
+    return data
+
+
+def test_a_run_writes_the_matrix_resumes_and_repeats(tmp_path, capsys):
+    out = tmp_path / "greedy"
+    assert suite_main(["run", "--agent", "greedy", "--seeds", "2", "--tasks", "2x4", "--out", str(out),
+                       "--quiet"]) == 0  # fmt: skip
+    data = json.loads((out / "suite.json").read_text())
+    assert data["tasks"] == ["2x4"] and data["seeds"] == 2 and np.shape(data["normalized"]) == (2, 1)
+    cell = data["runs"]["2x4"][0]
+    assert cell["method"] == "exact" and cell["normalized"] == pytest.approx(
+        cell["value"] / get_task("2x4").optimal_value
+    )
+    assert 0 < cell["normalized"] < 1
+    prov = data["provenance"]
+    assert (
+        prov["suite_version"] == 1
+        and prov["packages"]["numpy"]
+        and prov["command"][:3] == ["python", "-m", "experiments.suite"]
+    )
+    assert data["tables"]["2x4"] == get_task("2x4").table_digest
+    # resume: a lost run is redone, the others are kept as they are
+    kept = (out / "runs" / "2x4" / "seed-0.json").read_text()
+    (out / "runs" / "2x4" / "seed-1.json").unlink()
+    run_suite(out, 2, agent="greedy", tasks="2x4", progress=False)
+    assert (out / "runs" / "2x4" / "seed-0.json").read_text() == kept
+    again = run_suite(tmp_path / "again", 2, agent="greedy", tasks="2x4", progress=False)
+    assert _strip(again) == _strip(json.loads((out / "suite.json").read_text()))
+
+
+def test_bad_input_gets_clear_errors_and_loses_nothing(tmp_path, capsys):
+    with pytest.raises(TaskError, match="unknown task 'nope'.*2x4"):
+        get_task("nope")
+    with pytest.raises(TaskError, match="suite version 7 does not exist"):
+        get_task("2x4", version=7)
+    with pytest.raises(ValueError, match="--seeds must be a whole number >= 1"):
+        run_suite(tmp_path / "z", 0, agent="greedy", tasks="2x4", progress=False)
+    assert (
+        suite_main(["run", "--agent", "greedy", "--seeds", "1", "--tasks", "nope", "--out", str(tmp_path / "x")]) == 2
+    )
+    assert "unknown task 'nope'" in capsys.readouterr().err
+
+    def always_up(obs, info):  # illegal as soon as UP is
+        return 0
+
+    out = tmp_path / "up"
+    with pytest.raises(SuiteRunError, match=r"(?s)task 2x4, seed 0: ValueError: .*illegal.*resumes"):
+        run_suite(out, 1, agent=always_up, tasks="2x4", progress=False)
+
+    def wrong_shape(boards, masks):
+        return np.zeros((len(boards), 2), np.int64)
+
+    class Shapeless:
+        act_batch = staticmethod(wrong_shape)
+
+    with pytest.raises(SuiteRunError, match="task 2x4, seed 0"):
+        run_suite(tmp_path / "shape", 1, agent=Shapeless(), tasks="2x4", progress=False)
+
+    calls = []
+
+    def flaky(task, budget_steps, seed):
+        calls.append(seed)
+        if seed == 1:
+            raise RuntimeError("diverged")
+        return "greedy"
+
+    out = tmp_path / "trainer"
+    with pytest.raises(SuiteRunError, match="task 2x4, seed 1: RuntimeError: diverged"):
+        run_suite(out, 2, trainer=flaky, tasks="2x4", progress=False)
+    assert (out / "runs" / "2x4" / "seed-0.json").exists() and calls == [0, 1]
+    run_json = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps({**run_json, "suite_version": 0}))
+    with pytest.raises(SuiteRunError, match="suite v0, not v1"):
+        run_suite(out, 2, trainer=flaky, tasks="2x4", progress=False)
+    (out / "run.json").write_text(json.dumps(run_json))
+    with pytest.raises(SuiteRunError, match="holds the runs of 'flaky', not 'greedy'"):
+        run_suite(out, 2, agent="greedy", tasks="2x4", progress=False)
