@@ -9,12 +9,12 @@ task            game                                       score (normalized by 
 ``3x3``         3x3 board, score                           V^pi / V*                                 exact
 ``3x3-512``     3x3 board, make a 512 (reward 1 when made) P^pi(512) / P*(512)                       exact
 ``4x3-128``     4x3 board, make a 128                      P^pi(128) / P*(128)                       Monte Carlo
-``L3-256``      4x4 endgame L3, make a 256                 P^pi(success) / P*(success)               exact*
-``442-256``     4x4 endgame 442, make a 256                as above                                  exact*
-``t-256``       4x4 endgame t, make a 256                  as above                                  exact*
+``L3-256``      4x4 endgame L3, make a 256                 P^pi(success) / P*(success)               exact (*)
+``442-256``     4x4 endgame 442, make a 256                as above                                  exact (*)
+``t-256``       4x4 endgame t, make a 256                  as above                                  exact (*)
 ==============  =========================================  ========================================  ==========
 
-\* for agents that decide cheaply in batches; others by Monte Carlo (``scoring.evaluates_exactly``).
+(*) for agents that decide cheaply in batches; others by Monte Carlo (``scoring.evaluates_exactly``).
 
 A change of a task's rules, budget or evaluation makes a new suite version; tables and results of one version are
 never mixed with another's.
