@@ -259,4 +259,4 @@ def test_4x3_without_a_table_warns_once_and_plays_bare():
     assert not isinstance(env.env.env, wrapper.OracleWrapper) and env.reset(seed=0)[0].shape == (4, 3)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        gym.make("Solved2048-4x3")  # once per process
+        gym.make("Solved2048-4x3-v1")  # once per process (the versioned id: "error" also hits gymnasium's notice)
