@@ -26,15 +26,13 @@ def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, floa
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-#: Boards this small are evaluated exactly whatever the agent (3x3 has 48.7 M states at most).
-ALWAYS_EXACT_CELLS = 9
-
-
 def evaluates_exactly(task: Task, agent) -> bool:
     """Whether ``agent`` is scored exactly on ``task``: where the task allows it (``task.exact``), on small boards
-    always, and on larger ones for agents that decide cheaply in batches (``cheap_to_evaluate``: random, greedy,
-    optimal, td, expectimax:1, imitation nets; SB3 models and torch modules).  Deeper search or a plain callable,
+    (up to 8 cells, as the benchmark's) always, and on larger ones for agents that decide cheaply in batches
+    (``cheap_to_evaluate``: random, greedy, optimal, td, expectimax:1, imitation nets; SB3 models and torch
+    modules).  Deeper search or a plain callable,
     asked about every reachable state of an endgame, would take hours: those are estimated by Monte Carlo."""
+    from experiments.benchmark import SMALL_BOARD_CELLS
     from oracle.sb3_policy import SB3Policy
 
     from .policies import TorchModulePolicy
@@ -43,7 +41,7 @@ def evaluates_exactly(task: Task, agent) -> bool:
         return False
     rows, cols = task.shape
     cheap = bool(getattr(agent, "cheap_to_evaluate", False)) or isinstance(agent, SB3Policy | TorchModulePolicy)
-    return rows * cols <= ALWAYS_EXACT_CELLS or cheap
+    return rows * cols <= SMALL_BOARD_CELLS or cheap
 
 
 def score_policy(task: Task, oracle: Oracle, agent, seed: int, progress: bool = False) -> dict:

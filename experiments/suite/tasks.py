@@ -6,8 +6,8 @@ A task is a game this project solves exactly, so that every policy is scored aga
 task            game                                       score (normalized by V*)                  V^pi
 ==============  =========================================  ========================================  ==========
 ``2x4``         2x4 board, score                           V^pi / V* (expected score)                exact
-``3x3``         3x3 board, score                           V^pi / V*                                 exact
-``3x3-512``     3x3 board, make a 512 (reward 1 when made) P^pi(512) / P*(512)                       exact
+``3x3``         3x3 board, score                           V^pi / V*                                 exact (*)
+``3x3-512``     3x3 board, make a 512 (reward 1 when made) P^pi(512) / P*(512)                       exact (*)
 ``4x3-128``     4x3 board, make a 128                      P^pi(128) / P*(128)                       Monte Carlo
 ``L3-256``      4x4 endgame L3, make a 256                 P^pi(success) / P*(success)               exact (*)
 ``442-256``     4x4 endgame 442, make a 256                as above                                  exact (*)
