@@ -167,3 +167,15 @@ def test_bad_input_gets_clear_errors_and_loses_nothing(tmp_path, capsys):
     (out / "run.json").write_text(json.dumps(run_json))
     with pytest.raises(SuiteRunError, match="holds the runs of 'flaky', not 'greedy'"):
         run_suite(out, 2, agent="greedy", tasks="2x4", progress=False)
+
+
+def test_the_readme_and_the_suite_page_are_generated_from_the_registry(tmp_path):
+    """The committed tables are what the registry gives (regenerate with `python -m experiments.suite
+    registry`), and only whole runs of the suite's version enter it."""
+    from experiments.suite import registry
+
+    assert registry.render(check=True) == []
+    partial = tmp_path / "partial"
+    run_suite(partial, 1, agent="greedy", tasks="2x4", progress=False)
+    with pytest.raises(ValueError, match="covers every task of suite v1"):
+        registry.add(partial, "greedy", registry=tmp_path / "registry")

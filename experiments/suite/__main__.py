@@ -64,6 +64,23 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_registry(args) -> int:
+    from . import registry
+
+    if args.add:
+        if not args.name:
+            print("error: --add needs --name", file=sys.stderr)
+            return 2
+        print(f"added {registry.add(args.add, args.name)}")
+    stale = registry.render(check=args.check)
+    if args.check:
+        for path in stale:
+            print(f"{path} is out of date with {registry.REGISTRY}: run python -m experiments.suite registry")
+        return 1 if stale else 0
+    print(f"regenerated {registry.README.name} and {registry.PAGE.name} ({len(stale)} changed) and the plots")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.suite", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -88,6 +105,11 @@ def main(argv=None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--reps", type=int, default=2000, help="bootstrap resamples (default 2000)")
     p.set_defaults(func=cmd_compare)
+    p = sub.add_parser("registry", help="regenerate the README's headline and docs/suite.md from the registry")
+    p.add_argument("--add", metavar="DIR", help="first copy this results directory's suite.json into the registry")
+    p.add_argument("--name", help="its name in the registry (with --add)")
+    p.add_argument("--check", action="store_true", help="only check that the generated blocks are up to date")
+    p.set_defaults(func=cmd_registry)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

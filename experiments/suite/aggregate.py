@@ -49,6 +49,14 @@ def probability_of_improvement(x: np.ndarray, y: np.ndarray, reps: int = 2000, s
     return float(points["pair"]), (float(low), float(high))
 
 
+def aggregate_table(matrices: dict[str, np.ndarray], reps: int = 2000) -> dict:
+    """``{name: {metric: {"point", "ci": [low, high]}, "runs": n}}`` of each ``(runs, tasks)`` matrix."""
+    points, cis = interval_estimates(matrices, reps)
+    return {name: {m: {"point": float(points[name][i]), "ci": [float(cis[name][0][i]), float(cis[name][1][i])]}
+                   for i, m in enumerate(METRICS)} | {"runs": int(matrices[name].shape[0])}
+            for name in matrices}  # fmt: skip
+
+
 def load_matrix(path) -> tuple[str, dict]:
     """``(name, suite.json)`` of a results directory (or a suite.json file)."""
     path = Path(path)
@@ -72,10 +80,7 @@ def compare(dirs, out, reps: int = 2000) -> dict:
     matrices = {name: np.asarray(data["normalized"], float) for name, data in loaded}
     if len(matrices) != len(loaded):
         raise ValueError("two results directories hold the same agent: compare distinct ones")
-    points, cis = interval_estimates(matrices, reps)
-    table = {name: {m: {"point": float(points[name][i]), "ci": [float(cis[name][0][i]), float(cis[name][1][i])]}
-                    for i, m in enumerate(METRICS)} | {"runs": int(matrices[name].shape[0])}
-             for name in matrices}  # fmt: skip
+    table = aggregate_table(matrices, reps)
     names = list(matrices)
     improvement = {}
     for a in names:
@@ -116,11 +121,11 @@ def plot_aggregates(result: dict, path) -> None:
     import matplotlib.pyplot as plt
 
     names = list(result["aggregates"])
-    fig, axes = plt.subplots(1, len(METRICS), figsize=(3.2 * len(METRICS), 0.5 + 0.45 * len(names)), sharey=True)
+    fig, axes = plt.subplots(1, len(METRICS), figsize=(3.2 * len(METRICS), 1.6 + 0.45 * len(names)), sharey=True)
     for ax, m in zip(axes, METRICS, strict=True):
         for y, name in enumerate(names):
             row = result["aggregates"][name][m]
-            ax.plot(row["ci"], [y, y], lw=6, alpha=0.5, solid_capstyle="butt")
+            ax.plot(row["ci"], [y, y], lw=6, alpha=0.5, solid_capstyle="butt", color=f"C{y}")
             ax.plot([row["point"]], [y], "k|", ms=12)
         ax.set_title(m)
         ax.set_xlim(-0.02, 1.02)

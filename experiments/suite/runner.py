@@ -67,6 +67,7 @@ def run_suite(out, seeds: int, agent=None, trainer=None, tasks: str | None = Non
     label = lambda x: x if isinstance(x, str) or x is None else getattr(x, "__name__", type(x).__name__)  # noqa: E731
     what = {"suite_version": SUITE_VERSION, "agent": label(agent), "trainer": label(trainer)}
     chosen = tasks_named(tasks)
+    origin = provenance(command, chosen)  # the code as the run starts
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     _check_directory(out, what)
@@ -76,7 +77,7 @@ def run_suite(out, seeds: int, agent=None, trainer=None, tasks: str | None = Non
     result = collect(out, chosen, seeds)
     result.update(what)
     result["tables"] = digests
-    result["provenance"] = provenance(command, chosen)
+    result["provenance"] = origin
     _write_json(out / "suite.json", result)
     return result
 
