@@ -78,15 +78,21 @@ def cached_table(spec: SolveSpec, progress: bool = True) -> Path:
             f"`python -m solver build --board {spec.board} --objective {spec.objective} --p4 {spec.p4:g} "
             f"--spawn {spec.spawn} --out FILE` and pass table=FILE"
         )
-    # Processes that ask for the same missing table at once (e.g. parallel training runs) build it one at a
-    # time: they would otherwise share one work directory.  The first builds; the others wait, then find it.
+    return build_once(spec, path, progress)
+
+
+def build_once(spec: SolveSpec, path: Path, progress: bool = True, what: str | None = None, **build_args) -> Path:
+    """Build ``spec``'s table at ``path`` unless it is there (``build_args`` go to ``solver.build.build``, e.g.
+    ``layout="directory"``).  Processes that ask for the same missing table at once (e.g. parallel training runs)
+    build it one at a time: they would otherwise share one work directory.  The first builds; the others wait,
+    then find it.  ``what`` names it in the progress message (default: the spec)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_name(path.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not path.exists():
             if progress:
-                tqdm.write(f"solving {spec.describe()} once into {path} ...")
-            build(spec, path, progress=progress)
+                tqdm.write(f"solving {what or spec.describe()} once into {path} ...")
+            build(spec, path, progress=progress, **build_args)
     return path
 
 

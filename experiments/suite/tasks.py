@@ -22,14 +22,12 @@ never mixed with another's.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from env2048.pattern import load_pattern
-from solver.build import build
 from solver.spec import SolveSpec
 from solver.store import Table
 
@@ -137,19 +135,12 @@ def table_path(task: Task) -> Path:
 def ensure_table(task: Task, progress: bool = True) -> Path:
     """The task's table, built on first use (a directory table; an interrupted build resumes from its work
     directory).  Processes that ask at once build it one at a time."""
+    from oracle.oracle import build_once
+
     path = table_path(task)
     if path.exists():  # a table appears by an atomic rename: one that exists is complete
         return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not path.exists():
-            if progress:
-                from tqdm import tqdm
-
-                tqdm.write(f"solving suite task {task.describe()} once into {path} ...")
-            build(task.spec(), path, progress=progress, layout="directory")
-    return path
+    return build_once(task.spec(), path, progress, what=f"suite task {task.describe()}", layout="directory")
 
 
 def table_digest(path) -> str:
