@@ -179,3 +179,12 @@ def test_the_readme_and_the_suite_page_are_generated_from_the_registry(tmp_path)
     run_suite(partial, 1, agent="greedy", tasks="2x4", progress=False)
     with pytest.raises(ValueError, match="covers every task of suite v1"):
         registry.add(partial, "greedy", registry=tmp_path / "registry")
+
+
+def test_the_td_trainer_keeps_to_its_budget():
+    from experiments.suite.trainers import ROUND, td
+
+    agent = td(get_task("2x4"), 3000, seed=0)
+    assert 3000 <= agent.train_steps and agent.train_steps - 3000 < ROUND * 200  # a 2x4 game is < 200 moves
+    again = td(get_task("2x4"), 3000, seed=0)
+    assert again.train_steps == agent.train_steps  # one thread: the same moves from the same seed

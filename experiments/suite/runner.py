@@ -102,6 +102,8 @@ def _run_task(out: Path, task: Task, seeds: int, agent, train, progress: bool) -
                     start = time.perf_counter()
                     policy = train(task, task.budget_steps, seed)
                     cell["train_seconds"] = time.perf_counter() - start
+                    if getattr(policy, "train_steps", None) is not None:  # what the trainer says it used
+                        cell["train_steps"] = int(policy.train_steps)
                 player = as_policy(policy, rows, cols, seed, oracle)
                 cell.update(score_policy(task, oracle, player, seed, progress))
             except Exception as e:
