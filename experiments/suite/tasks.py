@@ -85,19 +85,19 @@ class Task:
 # V* (repr of the float64 start value) and digests: read off the tables built on 2026-11-26 when v1 was frozen
 # (`python -m solver build ... --layout directory`); `python -m experiments.suite tables --verify` checks them.
 SUITE_V1: tuple[Task, ...] = (
-    Task("2x4", "Solved2048-2x4-v1", 100_000, True, 2641.8730356922492,
+    Task("2x4", "Solved2048-2x4-v1", 1_000_000, True, 2641.8730356922492,
          "c83dcc30f81785d2d81933a701234817c31f99defab3f38b37986ab86a7203a1", board="2x4"),
-    Task("3x3", "Solved2048-3x3-v1", 300_000, True, 5468.486797410301,
+    Task("3x3", "Solved2048-3x3-v1", 5_000_000, True, 5468.486797410301,
          "aaa2555b446daf3d13d1f55b0488a7dcfb62b08873e92e07ff3db5a214ad8482", board="3x3"),
-    Task("3x3-512", "Solved2048-3x3-512-v1", 300_000, True, 0.7367741770231624,
+    Task("3x3-512", "Solved2048-3x3-512-v1", 5_000_000, True, 0.7367741770231624,
          "eaa7cbedceb71ebd8380b012b24a5ec47e2e81023218f8eaa223b3af15f7c078", board="3x3", objective="tile:9"),
-    Task("4x3-128", "Solved2048-4x3-128-v1", 100_000, False, 0.9999999999999998,
+    Task("4x3-128", "Solved2048-4x3-128-v1", 2_000_000, False, 0.9999999999999998,
          "806ae68f15b7dcd9a19c708208de801d8a51799503312cf25d9beadb5294ecd4", board="4x3", objective="tile:7"),
-    Task("L3-256", "Endgame2048-L3-256-v1", 100_000, True, 0.7633492015778262,
+    Task("L3-256", "Endgame2048-L3-256-v1", 2_000_000, True, 0.7633492015778262,
          "d1cc94d62980e2486228f7141fc81b9db2ec2a6f51a3d58d647ed503f18f0e96", pattern="L3", target=256),
-    Task("442-256", "Endgame2048-442-256-v1", 100_000, True, 0.8090281055142653,
+    Task("442-256", "Endgame2048-442-256-v1", 2_000_000, True, 0.8090281055142653,
          "926c6772952a1d0080b2c3f00883d330b3092055e53cabcd5ada2a3b0c093108", pattern="442", target=256),
-    Task("t-256", "Endgame2048-t-256-v1", 100_000, True, 0.35119725672710167,
+    Task("t-256", "Endgame2048-t-256-v1", 2_000_000, True, 0.35119725672710167,
          "b0eccf94f11d3d9dfc6002692648122f2c5546c763274bf02bfe08934cc79812", pattern="t", target=256),
 )  # fmt: skip
 
