@@ -95,10 +95,11 @@ def _run_task(out: Path, task: Task, seeds: int, agent, train, progress: bool) -
     rows, cols = task.shape
     with Oracle.open(table) as oracle:
         for seed in missing:
-            cell = {"task": task.name, "seed": seed, "env_id": task.env_id, "budget_steps": task.budget_steps}
+            cell = {"task": task.name, "seed": seed, "env_id": task.env_id}
             try:
                 policy = agent
                 if train is not None:
+                    cell["budget_steps"] = task.budget_steps
                     start = time.perf_counter()
                     policy = train(task, task.budget_steps, seed)
                     cell["train_seconds"] = time.perf_counter() - start
