@@ -45,7 +45,7 @@ def add(results_dir, name: str, registry: Path = REGISTRY) -> Path:
 
 
 def load(registry: Path = REGISTRY) -> dict[str, dict]:
-    """``{name: suite.json}`` of the registry, ordered by IQM's point estimate (lowest first)."""
+    """``{name: suite.json}`` of the registry, ordered by mean normalized score (lowest first)."""
     entries = {p.stem: json.loads(p.read_text()) for p in sorted(registry.glob("*.json"))}
     if not entries:
         raise FileNotFoundError(f"no reference results in {registry}")

@@ -54,6 +54,11 @@ def _check_directory(out: Path, what: dict) -> None:
                             f"{what['agent'] or what['trainer']!r}: give another --out")  # fmt: skip
 
 
+def _label(x) -> str | None:
+    """How run.json names an agent or trainer: its spec string, or a function's or class's name."""
+    return x if isinstance(x, str) or x is None else getattr(x, "__name__", type(x).__name__)
+
+
 def run_suite(out, seeds: int, agent=None, trainer=None, tasks: str | None = None, progress: bool = True,
               command: list[str] | None = None) -> dict:  # fmt: skip
     """Score ``agent`` (a spec string, SB3 model, torch module, agent object or callable), or the policies that
@@ -64,8 +69,7 @@ def run_suite(out, seeds: int, agent=None, trainer=None, tasks: str | None = Non
     if not isinstance(seeds, int) or seeds < 1:
         raise ValueError(f"--seeds must be a whole number >= 1, got {seeds!r}")
     train = load_trainer(trainer) if isinstance(trainer, str) else trainer
-    label = lambda x: x if isinstance(x, str) or x is None else getattr(x, "__name__", type(x).__name__)  # noqa: E731
-    what = {"suite_version": SUITE_VERSION, "agent": label(agent), "trainer": label(trainer)}
+    what = {"suite_version": SUITE_VERSION, "agent": _label(agent), "trainer": _label(trainer)}
     chosen = tasks_named(tasks)
     origin = provenance(command, chosen)  # the code as the run starts
     out = Path(out)
