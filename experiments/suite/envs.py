@@ -34,5 +34,5 @@ def make_task_env(task: str, oracle: bool = True, progress: bool = True, **kwarg
     rows, cols = t.shape
     if t.kind == "score":
         return make_solved_env(rows, cols, oracle=oracle, oracle_table=table, **kwargs)
-    env = GoalReward(Game2048Env(rows, cols, goal_tile=1 << int(t.objective.split(":")[1]), **kwargs))
+    env = GoalReward(Game2048Env(rows, cols, goal_tile=1 << t.spec().target_exponent, **kwargs))
     return OracleWrapper(env, Oracle.open(table)) if oracle else env

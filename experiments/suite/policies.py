@@ -15,6 +15,8 @@ class TorchModulePolicy:
     """A ``torch.nn.Module`` that maps a batch of boards (``float32 (n, rows, cols)`` tile exponents) to action
     logits ``(n, 4)``, played greedily among the legal moves."""
 
+    cheap_to_evaluate = True  # batched forward passes: exact evaluation asks for every reachable state
+
     def __init__(self, module):
         self.module = module.eval()
 

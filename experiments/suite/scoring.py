@@ -27,21 +27,16 @@ def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, floa
 
 
 def evaluates_exactly(task: Task, agent) -> bool:
-    """Whether ``agent`` is scored exactly on ``task``: where the task allows it (``task.exact``), on small boards
-    (up to 8 cells, as the benchmark's) always, and on larger ones for agents that decide cheaply in batches
-    (``cheap_to_evaluate``: random, greedy, optimal, td, expectimax:1, imitation nets; SB3 models and torch
-    modules).  Deeper search or a plain callable,
-    asked about every reachable state of an endgame, would take hours: those are estimated by Monte Carlo."""
-    from experiments.benchmark import SMALL_BOARD_CELLS
+    """Whether ``agent`` is scored exactly on ``task``: where the task allows it (``task.exact``) and the
+    benchmark's ``--exact auto`` would (small boards always, larger ones for agents that decide cheaply:
+    ``cheap_to_evaluate``, torch modules included), and for SB3 models, which decide in batches.  Deeper search
+    or a plain callable, asked about every reachable state of an endgame, would take hours: those are estimated
+    by Monte Carlo."""
+    from experiments.benchmark import exact_is_cheap
     from oracle.sb3_policy import SB3Policy
 
-    from .policies import TorchModulePolicy
-
-    if not task.exact:
-        return False
     rows, cols = task.shape
-    cheap = bool(getattr(agent, "cheap_to_evaluate", False)) or isinstance(agent, SB3Policy | TorchModulePolicy)
-    return rows * cols <= SMALL_BOARD_CELLS or cheap
+    return task.exact and (exact_is_cheap(agent, rows * cols) or isinstance(agent, SB3Policy))
 
 
 def score_policy(task: Task, oracle: Oracle, agent, seed: int, progress: bool = False) -> dict:
