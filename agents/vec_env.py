@@ -23,12 +23,14 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from env2048.vector import Game2048VectorEnv
 
-#: Reward transforms: the game's merge reward as is, or log2(1 + reward) (which tames the late, large merges).
-REWARDS = ("score", "log")
+#: Training rewards: the game's merge reward as is, log2(1 + reward) (which tames the late, large merges), or 1
+#: for the move that makes the goal tile and 0 otherwise (``goal_tile`` needed).
+REWARDS = ("score", "log", "goal")
 
 
 def transform_reward(reward: np.ndarray, mode: str) -> np.ndarray:
-    """``float32[n]`` training rewards from the game's merge rewards (``float64[n]``)."""
+    """``float32[n]`` training rewards from the game's merge rewards (``float64[n]``); the ``goal`` reward is not
+    a transform of the merge reward and is computed by the adapter."""
     if mode == "score":
         return reward.astype(np.float32)
     if mode == "log":
@@ -45,10 +47,13 @@ class Game2048SB3VecEnv(VecEnv):
 
     def __init__(self, num_envs: int, rows: int = 3, cols: int = 3, p4: float = 0.1, goal_tile: int | None = None,
                  obs_mode: str = "onehot", reward: str = "score", invalid_action: str = "noop"):  # fmt: skip
-        transform_reward(np.zeros(1), reward)  # validates the mode
+        if reward not in REWARDS:
+            raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
+        if reward == "goal" and goal_tile is None:
+            raise ValueError("reward='goal' needs a goal_tile (the tile whose making earns 1)")
         self.game = Game2048VectorEnv(num_envs, rows, cols, p4=p4, goal_tile=goal_tile,
                                       invalid_action=invalid_action, obs_mode=obs_mode)  # fmt: skip
-        self.rows, self.cols, self.reward_mode = rows, cols, reward
+        self.rows, self.cols, self.reward_mode, self.goal_tile = rows, cols, reward, goal_tile
         self.render_mode = None
         super().__init__(num_envs, self.game.single_observation_space, self.game.single_action_space)
         self._actions: np.ndarray | None = None
@@ -71,6 +76,10 @@ class Game2048SB3VecEnv(VecEnv):
             raise RuntimeError("step_wait() without step_async()")
         obs, reward, terminated, truncated, info = self.game.step(self._actions)
         self._actions = None
+        if self.reward_mode == "goal":  # the goal ends the game, so only a finishing move can make it
+            reward = (terminated & (info["max_tile"] >= self.goal_tile)).astype(np.float32)
+        else:
+            reward = transform_reward(reward, self.reward_mode)
         done = terminated | truncated
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         if done.any():
@@ -84,7 +93,7 @@ class Game2048SB3VecEnv(VecEnv):
                 }  # fmt: skip
                 self._started[i] = now
             obs, _ = self.game.reset_done(done)
-        return obs, transform_reward(reward, self.reward_mode), done, infos
+        return obs, reward, done, infos
 
     def action_masks(self) -> np.ndarray:
         """``bool[n, 4]``: the legal moves of every env's current board."""

@@ -4,7 +4,9 @@ built on first use."""
 from __future__ import annotations
 
 import gymnasium as gym
+import numpy as np
 
+from env2048.engine import onehot
 from env2048.env import Game2048Env
 
 from .tasks import ensure_table, get_task
@@ -36,3 +38,44 @@ def make_task_env(task: str, oracle: bool = True, progress: bool = True, **kwarg
         return make_solved_env(rows, cols, oracle=oracle, oracle_table=table, **kwargs)
     env = GoalReward(Game2048Env(rows, cols, goal_tile=1 << t.spec().target_exponent, **kwargs))
     return OracleWrapper(env, Oracle.open(table)) if oracle else env
+
+
+class OneHotBoard(gym.ObservationWrapper):
+    """The exponent board ``uint8 (rows, cols)`` as one-hot planes ``uint8 (rows*cols + 2, rows, cols)``, the
+    encoding of ``Game2048Env(obs_mode="onehot")`` (so that ``oracle.sb3_policy.SB3Policy`` reads it from a model)."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        rows, cols = env.observation_space.shape
+        self.channels = rows * cols + 2
+        self.observation_space = gym.spaces.Box(0, 1, (self.channels, rows, cols), np.uint8)
+
+    def observation(self, observation):
+        planes = onehot(np.asarray(observation, np.uint8).reshape(1, -1), self.channels)
+        return planes.reshape(self.observation_space.shape)
+
+
+def make_task_vec_env(task: str, n_envs: int, seed: int, reward: str):
+    """``n_envs`` games of suite task ``task`` as a Stable-Baselines3 ``VecEnv`` with one-hot observations and
+    action masks, without the oracle (extra ``rl``).  ``reward``: ``"score"`` (the merge reward; score tasks only)
+    or ``"goal"`` (1 for the move that makes the goal, the task's own reward).  Board tasks step in the native
+    vector env; endgames in SB3's ``DummyVecEnv`` of :class:`env2048.endgame.Endgame2048Env`.  Env ``i`` is seeded
+    with ``seed + i``."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from agents.vec_env import Game2048SB3VecEnv
+    from env2048.endgame import Endgame2048Env
+
+    t = get_task(task)
+    if reward not in ("score", "goal"):
+        raise ValueError(f"reward must be 'score' or 'goal', got {reward!r}")
+    if reward == "score" and t.kind != "score":
+        raise ValueError(f"task {t.name} is scored on success, not on the game's score: use reward 'goal'")
+    if t.pattern is not None:
+        vec = DummyVecEnv([lambda: OneHotBoard(Endgame2048Env(t.pattern, t.target)) for _ in range(n_envs)])
+    else:
+        rows, cols = t.shape
+        goal = None if t.kind == "score" else 1 << t.spec().target_exponent
+        vec = Game2048SB3VecEnv(n_envs, rows, cols, goal_tile=goal, obs_mode="onehot", reward=reward)
+    vec.seed(seed)
+    return vec

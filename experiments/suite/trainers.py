@@ -6,9 +6,17 @@
   (reproducible from the seed), the learning rate following ``experiments.train.td``'s schedule over the budget.
   Games are played in rounds of :data:`ROUND` and training stops at the first round that reaches the budget, so
   it may overshoot by at most one round's moves (the run file records ``train_steps``).
+- ``experiments.suite.trainers:maskable_ppo``: sb3-contrib's MaskablePPO (extra ``rl``) with the task's
+  hyperparameter file ``experiments/suite/hyperparams/maskable_ppo/TASK.toml`` (one per task, as RL Baselines3
+  Zoo keeps them), one-hot observations, action masks, trained for the budget on the task's own game and reward.
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tqdm.auto import tqdm
 
 from agents.ntuple import NTupleAgent, tuple_set
 from experiments.train.td import BOARD_SCHEDULES, DEFAULT_SCHEDULE, alpha_at, parse_schedule
@@ -28,3 +36,64 @@ def td(task, budget_steps: int, seed: int) -> NTupleAgent:
         moves += agent.train(ROUND, threads=1).moves
     agent.train_steps = moves
     return agent
+
+
+#: Where the trainers' hyperparameter files are: ``HYPERPARAMS / ALGORITHM / f"{task}.toml"``.
+HYPERPARAMS = Path(__file__).with_name("hyperparams")
+#: The keys a MaskablePPO file must set (all of them: a file is the whole configuration of its runs).
+PPO_KEYS = ("policy", "net_arch", "n_envs", "n_steps", "batch_size", "n_epochs", "learning_rate", "gamma",
+            "gae_lambda", "ent_coef", "reward", "normalize_reward")  # fmt: skip
+
+
+def load_hyperparams(algorithm: str, task: str, required: tuple[str, ...] = ()) -> dict:
+    """The hyperparameters of ``algorithm`` on ``task`` from its TOML file; a clear error for a missing file or a
+    missing or unknown key."""
+    path = HYPERPARAMS / algorithm / f"{task}.toml"
+    if not path.exists():
+        known = sorted(p.stem for p in (HYPERPARAMS / algorithm).glob("*.toml"))
+        raise FileNotFoundError(f"no hyperparameters for {algorithm} on task {task!r}: {path} is missing "
+                                f"(files exist for {', '.join(known) or 'no task'})")  # fmt: skip
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # the same parser, before it joined the standard library
+        import tomli as tomllib
+    with path.open("rb") as f:
+        params = tomllib.load(f)
+    if required:
+        missing = [k for k in required if k not in params]
+        unknown = [k for k in params if k not in required]
+        if missing or unknown:
+            raise ValueError(f"{path}: missing {missing or 'nothing'}, unknown {unknown or 'nothing'} "
+                             f"(a file sets exactly {', '.join(required)})")  # fmt: skip
+    return params
+
+
+def maskable_ppo(task, budget_steps: int, seed: int):
+    """A MaskablePPO model trained for ``budget_steps`` environment steps on the task's game, with the task's
+    hyperparameter file; ``train_steps`` is what it took (a whole number of rollouts, so up to one rollout of
+    ``n_envs * n_steps`` more than the budget)."""
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from .envs import make_task_vec_env
+
+    hp = load_hyperparams("maskable_ppo", task.name, PPO_KEYS)
+    vec = make_task_vec_env(task.name, hp["n_envs"], seed, hp["reward"])
+    if hp["normalize_reward"]:
+        vec = VecNormalize(vec, norm_obs=False, norm_reward=True, gamma=hp["gamma"])
+    model = MaskablePPO(hp["policy"], vec, learning_rate=hp["learning_rate"], n_steps=hp["n_steps"],
+                        batch_size=hp["batch_size"], n_epochs=hp["n_epochs"], gamma=hp["gamma"],
+                        gae_lambda=hp["gae_lambda"], ent_coef=hp["ent_coef"], seed=seed, device="cpu", verbose=0,
+                        policy_kwargs={"net_arch": list(hp["net_arch"])})  # fmt: skip
+
+    class Bar(BaseCallback):
+        def _on_step(self) -> bool:
+            bar.update(self.training_env.num_envs)
+            return True
+
+    with tqdm(total=budget_steps, unit="step", desc=f"MaskablePPO {task.name} seed {seed}", mininterval=10) as bar:
+        model.learn(total_timesteps=budget_steps, callback=Bar())
+    vec.close()
+    model.train_steps = int(model.num_timesteps)
+    return model
