@@ -396,6 +396,10 @@ class NTupleAgent(Agent):
         boards = np.asarray(boards)
         ids = np.atleast_1d(np.asarray(B.pack(boards.reshape(-1, self.rows, self.cols).astype(np.uint8)), np.uint64))
         allowed = np.asarray(masks, bool).reshape(ids.size, 4) @ np.array([1, 2, 4, 8], np.int64)
+        return self._choose(ids, allowed)
+
+    def _choose(self, ids: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+        """Greedy actions ``int64[n]`` for packed boards ``uint64[n]``, each among its ``allowed`` bits."""
         return _act_many(ids, allowed, self._T, *self._args())
 
     def save(self, path) -> None:
