@@ -49,7 +49,8 @@ class Endgame2048Env(gym.Env):
     The fixed tiles plus two spawns on the free cells.
 
     ## Episode End
-    Termination on success, on failure, or when no move is allowed (then ``info["outcome"]`` is ``"stuck"``).
+    Termination on success, on failure, or when no move is allowed (then ``info["outcome"]`` is ``"stuck"``).  A
+    few starts allow no move (L3-256: 10 of 200 seeded resets): there any action ends the game, reward 0.
 
     ## Information
     ``action_mask`` (bool[4]), ``moves``, ``illegal_moves``, ``outcome`` (None while playing), ``score`` (1 once
@@ -66,7 +67,8 @@ class Endgame2048Env(gym.Env):
     oracle_table=DIR)`` opens it); ``invalid_action`` ``"noop"`` (reward 0, board unchanged) or ``"raise"``.
 
     ## Version History
-    * v0: initial version.
+    * v0: initial version.  Since 2026-11-26 a start with no allowed move ends at the first step, as documented
+      (before, every action was refused and the episode never ended).
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -121,6 +123,9 @@ class Endgame2048Env(gym.Env):
         a = int(action)
         after, outcome = _play(self._board, a, self.rows, self.cols, self._tables.moves, self._rules)
         if outcome == ILLEGAL:
+            if not self._mask().any():  # a start with no allowed move (the rules value it 0): the game is over
+                self._over = True
+                return self._observe(), 0.0, True, False, self._info("stuck", self._observe())
             if self.invalid_action == "raise":
                 allowed = [ACTION_NAMES[i] for i in range(4) if self._mask()[i]]
                 raise ValueError(f"{ACTION_NAMES[a]} ({a}) is not allowed here; allowed moves: {allowed}")

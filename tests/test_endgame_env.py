@@ -111,3 +111,17 @@ def test_the_benchmark_runs_on_a_pattern(corner_table, tmp_path):
     with pytest.raises(ValueError, match="solves pattern custom"):
         run(None, ["random"], episodes=2, out=tmp_path, table=corner_table, progress=False,
             pattern={**CORNER, "target": 32})  # fmt: skip
+
+
+@pytest.mark.parametrize("invalid_action", ["noop", "raise"])
+def test_a_start_with_no_allowed_move_ends_at_the_first_step(invalid_action):
+    """L3 at 256 has starts where every move would shift a fixed tile or change nothing: the first step ends the
+    game as stuck, reward 0, whatever the action (before, it was refused for ever)."""
+    env = gym.make("Endgame2048-v0", pattern="L3", target=256, invalid_action=invalid_action).unwrapped
+    stuck = [s for s in range(200) if not env.reset(seed=s)[1]["action_mask"].any()]
+    assert stuck, "no stuck start among 200 seeds"
+    env.reset(seed=stuck[0])
+    obs, reward, terminated, truncated, info = env.step(0)
+    assert terminated and not truncated and reward == 0.0 and info["outcome"] == "stuck"
+    with pytest.raises(RuntimeError, match="episode is over"):
+        env.step(1)

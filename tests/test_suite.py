@@ -181,10 +181,36 @@ def test_the_readme_and_the_suite_page_are_generated_from_the_registry(tmp_path)
         registry.add(partial, "greedy", registry=tmp_path / "registry")
 
 
-def test_the_td_trainer_keeps_to_its_budget():
+def test_the_td_trainer_keeps_to_its_budget_and_plays_each_tasks_own_game():
+    from agents.ntuple_goal import GoalNTupleAgent
     from experiments.suite.trainers import ROUND, td
 
+    assert isinstance(td(get_task("L3-256"), 1000, seed=0), GoalNTupleAgent)
     agent = td(get_task("2x4"), 3000, seed=0)
     assert 3000 <= agent.train_steps and agent.train_steps - 3000 < ROUND * 200  # a 2x4 game is < 200 moves
     again = td(get_task("2x4"), 3000, seed=0)
     assert again.train_steps == agent.train_steps  # one thread: the same moves from the same seed
+
+
+def test_the_ppo_trainer_has_a_file_per_task_and_trains_on_the_tasks_game():
+    """Every task has a complete hyperparameter file; a missing one is named; one rollout of MaskablePPO on an
+    endgame (one-hot observations of the whole board, masks from the pattern's rules) gives a model that the
+    suite plays, legal moves only."""
+    pytest.importorskip("sb3_contrib")
+    from experiments.suite.envs import make_task_vec_env
+    from experiments.suite.policies import as_policy
+    from experiments.suite.trainers import PPO_KEYS, load_hyperparams, maskable_ppo
+
+    for t in SUITE_V1:
+        assert set(load_hyperparams("maskable_ppo", t.name, PPO_KEYS)) == set(PPO_KEYS)
+    with pytest.raises(FileNotFoundError, match="no hyperparameters for maskable_ppo on task 'nope'"):
+        load_hyperparams("maskable_ppo", "nope")
+    with pytest.raises(ValueError, match="use reward 'goal'"):
+        make_task_vec_env("L3-256", 2, 0, "score")
+    model = maskable_ppo(get_task("L3-256"), 4096, seed=0)
+    assert model.train_steps == 4096 and model.observation_space.shape == (18, 4, 4)
+    vec = make_task_vec_env("L3-256", 8, 3, "goal")
+    boards = np.stack([np.argmax(o, axis=0) for o in vec.reset()]).astype(np.uint8)  # one-hot planes -> exponents
+    masks = np.stack(vec.env_method("action_masks"))
+    actions = as_policy(model, 4, 4, 0, None).act_batch(boards, masks)
+    assert all(masks[i, a] for i, a in enumerate(actions) if masks[i].any())  # a few starts allow no move

@@ -52,6 +52,26 @@ def test_steps_like_the_single_env(obs_mode):
     assert finished >= 6
 
 
+def test_the_goal_reward_is_one_exactly_on_the_move_that_makes_the_goal():
+    """reward="goal": 1 on the finishing step of a game whose largest tile reached the goal, 0 on every other step;
+    a game ends at the goal."""
+    vec = Game2048SB3VecEnv(4, 2, 3, goal_tile=16, reward="goal", obs_mode="exponent")
+    vec.seed(5)
+    vec.reset()
+    rng = np.random.default_rng(1)
+    made = 0
+    for _ in range(3000):
+        masks = vec.action_masks()
+        obs, rewards, dones, infos = vec.step(np.array([rng.choice(np.flatnonzero(m)) for m in masks]))
+        for i in range(4):
+            reached = dones[i] and infos[i]["terminal_observation"].max() >= 4  # exponent 4: the 16 tile
+            assert rewards[i] == float(reached)
+            made += reached
+    assert made >= 5
+    with pytest.raises(ValueError, match="needs a goal_tile"):
+        Game2048SB3VecEnv(2, 3, 3, reward="goal")
+
+
 def test_log_rewards_and_errors():
     np.testing.assert_allclose(transform_reward(np.array([0.0, 4.0, 12.0]), "log"), [0, np.log2(5), np.log2(13)])
     with pytest.raises(ValueError, match="reward must be one of"):
