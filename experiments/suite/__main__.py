@@ -1,4 +1,5 @@
-"""Command line of the suite: ``python -m experiments.suite {tables,run,compare} ...`` (docs/suite.md)."""
+"""Command line of the suite: ``python -m experiments.suite {tables,run,compare,registry,dataset,bc} ...``
+(docs/suite.md, docs/datasets.md)."""
 
 from __future__ import annotations
 
@@ -81,6 +82,34 @@ def cmd_registry(args) -> int:
     return 0
 
 
+def cmd_dataset(args) -> int:
+    from .dataset import DatasetError, make_dataset
+
+    try:
+        make_dataset(args.task, args.policy, args.episodes, args.out, name=args.name, seed=args.seed,
+                     overwrite=args.overwrite, progress=not args.quiet, trainer=args.trainer)  # fmt: skip
+    except (DatasetError, ValueError, TypeError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def cmd_bc(args) -> int:
+    from .dataset import DatasetError
+    from .offline import run_bc
+
+    try:
+        sizes = [int(x) for x in args.games.split(",")]
+        rows = run_bc(args.datasets.split(","), args.root, args.out, sizes, args.epochs, args.seed, not args.quiet)
+    except (DatasetError, ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for r in rows:
+        print(f"{r['dataset']}  {r['games']:>6} games  {r['normalized']:.4f} of V* ({r['method']})")
+    print(f"wrote {args.out}/bc.json and bc.png")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.suite", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -110,6 +139,27 @@ def main(argv=None) -> int:
     p.add_argument("--name", help="its name in the registry (with --add)")
     p.add_argument("--check", action="store_true", help="only check that the generated blocks are up to date")
     p.set_defaults(func=cmd_registry)
+    p = sub.add_parser("dataset", help="write a Minari dataset of a policy's games, every step labelled by the oracle")
+    p.add_argument("--task", required=True, help=f"a task of suite v{SUITE_VERSION} ({names})")
+    who = p.add_mutually_exclusive_group(required=True)
+    who.add_argument("--policy", help="an agent spec: optimal, td:PATH, greedy, random, expectimax:D, ...")
+    who.add_argument("--trainer", help="module:function: the policy it learns on the task (its budget, --seed)")
+    p.add_argument("--episodes", type=int, required=True, help="games to record")
+    p.add_argument("--out", required=True, help="the datasets root (what MINARI_DATASETS_PATH names to load them)")
+    p.add_argument("--name", default=None, help="the dataset's name (default: optimal, td, ...)")
+    p.add_argument("--seed", type=int, default=0, help="game i starts from reset(seed=SEED * 1_000_003 + i)")
+    p.add_argument("--overwrite", action="store_true", help="replace a dataset of the same id")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_dataset)
+    p = sub.add_parser("bc", help="behaviour cloning on datasets, each clone scored exactly")
+    p.add_argument("--datasets", required=True, help="comma-separated dataset ids (solved2048/3x3/optimal-v0, ...)")
+    p.add_argument("--root", required=True, help="the datasets root (as given to `dataset --out`)")
+    p.add_argument("--games", default="100,1000,10000", help="dataset sizes to clone from (default 100,1000,10000)")
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, help="directory for bc.json and bc.png")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_bc)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
