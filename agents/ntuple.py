@@ -212,9 +212,11 @@ def _spawn_packed(b, cells, p4, key):
 
 @numba.njit(cache=True)
 def train_episodes(n_episodes, T, p4, alpha, key, weights, offsets, rows_cells, rows_tuple, layout, learn,
-                   coherence_e, coherence_a):  # fmt: skip
+                   coherence_e, coherence_a, trace_boards, trace_actions):  # fmt: skip
     """Play ``n_episodes`` greedy games, learning by afterstate TD(0) if ``learn``; with temporal coherence when
-    ``coherence_e`` / ``coherence_a`` (float32, one entry per weight) are non-empty.
+    ``coherence_e`` / ``coherence_a`` (float32, one entry per weight) are non-empty.  Move k of the round (board
+    before it, action) goes to ``trace_boards[k]`` (uint64) and ``trace_actions[k]`` (int8) while k is within
+    their length (empty: no trace).
 
     Returns ``(scores int64[n], moves int64[n], max_exponent int64[n], key)``; ``weights`` is updated in place.
     """
@@ -223,12 +225,17 @@ def train_episodes(n_episodes, T, p4, alpha, key, weights, offsets, rows_cells, 
     scores = np.zeros(n_episodes, np.int64)
     n_moves = np.zeros(n_episodes, np.int64)
     top = np.zeros(n_episodes, np.int64)
+    k = 0
     for ep in range(n_episodes):
         b = np.uint64(0)
         b, key = _spawn_packed(b, cells, p4, key)
         b, key = _spawn_packed(b, cells, p4, key)
         a, r, after, _ = _best_move(b, rows, cols, moves, weights, offsets, rows_cells, rows_tuple, layout)
         while a >= 0:
+            if k < trace_boards.shape[0]:
+                trace_boards[k] = b
+                trace_actions[k] = a
+            k += 1
             scores[ep] += r
             n_moves[ep] += 1
             b, key = _spawn_packed(after, cells, p4, key)
@@ -266,7 +273,8 @@ def train_episodes_parallel(episodes_per_thread, T, p4, alpha, keys, weights, of
     top = np.zeros(starts[-1], np.int64)
     for t in numba.prange(n_threads):
         s, m, x, key = train_episodes(episodes_per_thread[t], T, p4, alpha, keys[t], weights, offsets, rows_cells,
-                                      rows_tuple, layout, learn, coherence_e, coherence_a)  # fmt: skip
+                                      rows_tuple, layout, learn, coherence_e, coherence_a, np.zeros(0, np.uint64),
+                                      np.zeros(0, np.int8))  # fmt: skip
         keys[t] = key
         scores[starts[t] : starts[t + 1]] = s
         n_moves[starts[t] : starts[t + 1]] = m
@@ -286,13 +294,37 @@ def _act_many(ids, allowed, T, weights, offsets, rows_cells, rows_tuple, layout)
     return out
 
 
+#: Moves per game the trace buffers leave room for (a round that plays more raises: see :func:`traced`).
+TRACE_MOVES_PER_GAME = 4096
+
+
+def trace_buffers(episodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Empty ``(boards uint64[m], actions int8[m])`` for the trace of ``episodes`` games (``m = 0``: no trace)."""
+    m = int(episodes) * TRACE_MOVES_PER_GAME
+    return np.zeros(m, np.uint64), np.zeros(m, np.int8)
+
+
+def traced(boards: np.ndarray, actions: np.ndarray, moves: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``moves`` entries of filled trace buffers; an error if the round played more than they hold."""
+    if moves > boards.shape[0]:
+        raise RuntimeError(f"the round played {moves:,} moves, more than the trace holds ({boards.shape[0]:,}: "
+                           f"{TRACE_MOVES_PER_GAME} a game); trace fewer games a round")  # fmt: skip
+    return boards[:moves].copy(), actions[:moves].copy()
+
+
 @dataclass
 class TrainStats:
+    """A round of training: its games, moves, time, mean score (share won for a game of success), the largest
+    tiles reached; with ``trace=True`` every move's board before it (``boards uint64[moves]``) and action
+    (``actions int8[moves]``), in the order played."""
+
     episodes: int
     moves: int
     seconds: float
     mean_score: float
     max_exponent_counts: dict
+    boards: np.ndarray | None = None
+    actions: np.ndarray | None = None
 
     @property
     def moves_per_second(self) -> float:
@@ -365,19 +397,22 @@ class NTupleAgent(Agent):
         """V of one packed afterstate."""
         return float(evaluate_afterstate(np.uint64(afterstate), *self._args()))
 
-    def train(self, episodes: int, learn: bool = True, threads: int = 1) -> TrainStats:
+    def train(self, episodes: int, learn: bool = True, threads: int = 1, trace: bool = False) -> TrainStats:
         """Play ``episodes`` games, learning unless ``learn=False``; returns scores and speed.
 
         ``threads`` > 1 plays the games on that many threads sharing the weights (see
         :func:`train_episodes_parallel`): faster, but not reproducible from the seed; 1 is exactly reproducible.
+        ``trace`` (one thread only) also returns every move's board and action (:class:`TrainStats`).
         """
-        if threads < 1:
-            raise ValueError(f"threads must be >= 1, got {threads}")
+        if threads < 1 or (trace and threads != 1):
+            raise ValueError(f"threads must be >= 1 (1 with trace), got {threads}")
         t = time.perf_counter()
         alpha = self.alpha / self.rows_cells.shape[0]
+        boards, actions = trace_buffers(episodes if trace else 0)
         if threads == 1:
             scores, moves, top, key = train_episodes(int(episodes), self._T, self.p4, alpha, self.key, *self._args(),
-                                                     learn, self.coherence_e, self.coherence_a)  # fmt: skip
+                                                     learn, self.coherence_e, self.coherence_a, boards,
+                                                     actions)  # fmt: skip
             self.key = np.uint64(key)  # numba hands a uint64 back as a Python int; keep the generator state unsigned
         else:
             per = np.full(threads, episodes // threads, np.int64)
@@ -390,7 +425,10 @@ class NTupleAgent(Agent):
             self.key = np.uint64(keys[-1])
         dt = time.perf_counter() - t
         counts = {int(1 << k): int((top >= k).sum()) for k in np.unique(top)}
-        return TrainStats(int(episodes), int(moves.sum()), dt, float(scores.mean()), counts)
+        stats = TrainStats(int(episodes), int(moves.sum()), dt, float(scores.mean()), counts)
+        if trace:
+            stats.boards, stats.actions = traced(boards, actions, stats.moves)
+        return stats
 
     def act_batch(self, boards, masks):
         boards = np.asarray(boards)

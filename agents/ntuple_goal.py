@@ -17,7 +17,7 @@ import numpy as np
 
 from env2048.rules import FAILURE, ILLEGAL, PLAY, SUCCESS, move_outcome
 
-from .ntuple import NTupleAgent, TrainStats, _spawn_packed, _td_update, evaluate_afterstate
+from .ntuple import NTupleAgent, TrainStats, _spawn_packed, _td_update, evaluate_afterstate, trace_buffers, traced
 
 
 @numba.njit(cache=True)
@@ -45,20 +45,25 @@ def best_move_rules(b, rows, cols, moves, rules, weights, offsets, rows_cells, r
 
 @numba.njit(cache=True)
 def train_success_episodes(n_episodes, T, rules, empty_board, p4, alpha, key, weights, offsets, rows_cells,
-                           rows_tuple, layout, learn):  # fmt: skip
+                           rows_tuple, layout, learn, trace_boards, trace_actions):  # fmt: skip
     """Play ``n_episodes`` greedy games of ``rules`` from ``empty_board`` plus two spawns, learning by afterstate
-    TD(0) if ``learn``.  Returns ``(won int64[n] (1 = success), moves int64[n], key)``; ``weights`` is updated in
-    place."""
+    TD(0) if ``learn``; the moves are traced as in :func:`agents.ntuple.train_episodes`.  Returns ``(won int64[n]
+    (1 = success), moves int64[n], key)``; ``weights`` is updated in place."""
     rows, cols, moves = T.rows, T.cols, T.moves
     cells = rows * cols
     won = np.zeros(n_episodes, np.int64)
     n_moves = np.zeros(n_episodes, np.int64)
+    k = 0
     for ep in range(n_episodes):
         b, key = _spawn_packed(empty_board, cells, p4, key)
         b, key = _spawn_packed(b, cells, p4, key)
         a, outcome, after, _ = best_move_rules(b, rows, cols, moves, rules, weights, offsets, rows_cells,
                                                rows_tuple, layout)  # fmt: skip
         while a >= 0:
+            if k < trace_boards.shape[0]:
+                trace_boards[k] = b
+                trace_actions[k] = a
+            k += 1
             n_moves[ep] += 1
             if outcome != PLAY:  # success or failure ends the game; its worth is not learnt
                 won[ep] = outcome == SUCCESS
@@ -103,18 +108,23 @@ class GoalNTupleAgent(NTupleAgent):
         self.rules = spec.rules
         self.empty_board = np.uint64(spec.empty_board)
 
-    def train(self, episodes: int, learn: bool = True, threads: int = 1) -> TrainStats:
-        """Play ``episodes`` games, learning unless ``learn=False``; ``mean_score`` is the share won."""
+    def train(self, episodes: int, learn: bool = True, threads: int = 1, trace: bool = False) -> TrainStats:
+        """Play ``episodes`` games, learning unless ``learn=False``; ``mean_score`` is the share won; ``trace`` as
+        for :meth:`agents.ntuple.NTupleAgent.train`."""
         if threads != 1:
             raise ValueError(f"GoalNTupleAgent trains on one thread (reproducible from the seed), got {threads}")
         start = time.perf_counter()
+        boards, actions = trace_buffers(episodes if trace else 0)
         won, moves, key = train_success_episodes(int(episodes), self._T, self.rules, self.empty_board, self.p4,
                                                  self.alpha / self.rows_cells.shape[0], self.key, *self._args(),
-                                                 learn)  # fmt: skip
+                                                 learn, boards, actions)  # fmt: skip
         self.key = np.uint64(key)
         seconds = time.perf_counter() - start
-        return TrainStats(int(episodes), int(moves.sum()), seconds, float(won.mean()) if episodes else 0.0,
-                          {"won": int(won.sum())})  # fmt: skip
+        stats = TrainStats(int(episodes), int(moves.sum()), seconds, float(won.mean()) if episodes else 0.0,
+                           {"won": int(won.sum())})  # fmt: skip
+        if trace:
+            stats.boards, stats.actions = traced(boards, actions, stats.moves)
+        return stats
 
     def _choose(self, ids: np.ndarray, allowed: np.ndarray) -> np.ndarray:
         return _act_many_rules(ids, allowed, self._T, self.rules, *self._args())

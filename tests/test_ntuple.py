@@ -192,3 +192,17 @@ def test_parallel_training_learns_and_keeps_the_single_thread_path_reproducible(
     assert c.train(500, learn=False).mean_score > before
     with pytest.raises(ValueError, match="threads"):
         c.train(10, threads=0)
+
+
+def test_a_traced_round_learns_the_same_and_lists_every_move():
+    """trace=True changes nothing in the learning (same weights, same scores) and lists each move's board and
+    action: legal on its board, as many as the round's moves; with several threads it is refused."""
+    a, b = NTupleAgent(2, 3, seed=7), NTupleAgent(2, 3, seed=7)
+    plain, traced = a.train(40), b.train(40, trace=True)
+    np.testing.assert_array_equal(a.weights, b.weights)
+    assert plain.mean_score == traced.mean_score and traced.boards.shape == traced.actions.shape == (traced.moves,)
+    for board, action in zip(traced.boards[:300], traced.actions[:300], strict=True):
+        assert naive.legal(naive.unpack(int(board), 2, 3))[int(action)]
+    assert plain.boards is None
+    with pytest.raises(ValueError, match="1 with trace"):
+        a.train(10, threads=2, trace=True)

@@ -49,14 +49,16 @@ def reference_best(agent, rules: NaivePattern, grid):
     return best, rules.outcome(grid, after), after, worths[best]
 
 
-def reference_episode(agent, rules: NaivePattern, key, alpha):
+def reference_episode(agent, rules: NaivePattern, key, alpha, played: list):
     """One learning game as the module docstring of agents.ntuple_goal describes it: ``(won, moves, key)``;
-    the agent's weights are updated by ``_td_update`` (checked against its own reference in test_ntuple)."""
+    the agent's weights are updated by ``_td_update`` (checked against its own reference in test_ntuple) and
+    every move's (board, action) is appended to ``played``."""
     grid, key = reference_spawn(rules.fixed_grid(), key, agent.p4)
     grid, key = reference_spawn(grid, key, agent.p4)
     a, kind, after, _ = reference_best(agent, rules, grid)
     moves = 0
     while a >= 0:
+        played.append((naive.pack(grid), a))
         moves += 1
         if kind != "play":
             return kind == "success", moves, key
@@ -68,21 +70,22 @@ def reference_episode(agent, rules: NaivePattern, key, alpha):
 
 
 def test_learning_games_match_the_reference_move_for_move():
-    """30 games with learning, from perturbed optimistic weights: the same wins, moves, weights (bit for bit) and
-    generator state as the reference; both outcomes occur."""
+    """30 games with learning, from perturbed optimistic weights: the same wins, moves (the trace: every board and
+    action), weights (bit for bit) and generator state as the reference; both outcomes occur."""
     fast, slow = corner_agent(), corner_agent()
     noise = np.random.default_rng(3).uniform(-0.02, 0.02, fast.weights.size).astype(np.float32)
     fast.weights += noise
     slow.weights += noise
     rules = NaivePattern(CORNER)
     alpha = fast.alpha / fast.rows_cells.shape[0]
-    won, moves, key = [], 0, int(slow.key)
+    won, moves, key, played = [], 0, int(slow.key), []
     for _ in range(30):
-        w, m, key = reference_episode(slow, rules, key, alpha)
+        w, m, key = reference_episode(slow, rules, key, alpha, played)
         won.append(w)
         moves += m
-    stats = fast.train(30)
+    stats = fast.train(30, trace=True)
     assert stats.max_exponent_counts["won"] == sum(won) and stats.moves == moves
+    assert stats.boards.tolist() == [b for b, _ in played] and stats.actions.tolist() == [a for _, a in played]
     assert 0 < sum(won) < 30
     np.testing.assert_array_equal(fast.weights, slow.weights)
     assert int(fast.key) == int(np.uint64(key))

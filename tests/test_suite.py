@@ -214,3 +214,72 @@ def test_the_ppo_trainer_has_a_file_per_task_and_trains_on_the_tasks_game():
     masks = np.stack(vec.env_method("action_masks"))
     actions = as_policy(model, 4, 4, 0, None).act_batch(boards, masks)
     assert all(masks[i, a] for i, a in enumerate(actions) if masks[i].any())  # a few starts allow no move
+
+
+def _curve_run(task, seed, scores, steps):
+    curve = [{"fraction": k / len(scores), "steps": s, "value": v, "normalized": v, "method": "exact"}
+             for k, (v, s) in enumerate(zip(scores, steps, strict=True))]  # fmt: skip
+    return {"task": task, "seed": seed, "normalized": scores[-1], "curve": curve, "training_regret": 10.0 * seed,
+            "training_moves_priced": 100}  # fmt: skip
+
+
+def test_curves_aggregate_against_hand_computation(tmp_path):
+    """IQM per checkpoint over runs x tasks (4 runs, 1 task: the mean of the middle two), the first crossing of
+    each threshold, and a directory without curves refused."""
+    from experiments.suite.curves import curves, steps_to_reach
+
+    finals = [[0.1, 0.5], [0.2, 0.6], [0.3, 0.7], [0.9, 0.96]]
+    runs = [_curve_run("2x4", s, sc, [0, 500]) for s, sc in enumerate(finals)]
+    (tmp_path / "a").mkdir()
+
+    def write():
+        matrix = [[r["normalized"]] for r in runs]
+        data = {"trainer": "mine", "tasks": ["2x4"], "runs": {"2x4": runs}, "normalized": matrix}
+        (tmp_path / "a" / "suite.json").write_text(json.dumps(data))
+
+    write()
+    result = curves([tmp_path / "a"], tmp_path / "out", reps=50)
+    mine = result["algorithms"]["mine"]
+    assert mine["iqm"] == pytest.approx([(0.2 + 0.3) / 2, (0.6 + 0.7) / 2])
+    assert all(lo <= p <= hi for p, lo, hi in zip(mine["iqm"], *mine["ci"], strict=True))
+    assert steps_to_reach(runs[3]["curve"]) == {"0.5": 0, "0.9": 0, "0.95": 500}
+    assert steps_to_reach(runs[0]["curve"]) == {"0.5": 500, "0.9": None, "0.95": None}
+    assert (tmp_path / "out" / "curves.png").stat().st_size > 0
+    assert "steps to 0.95" in (tmp_path / "out" / "curves.md").read_text()
+    del runs[0]["curve"]
+    write()
+    with pytest.raises(ValueError, match="without a curve"):
+        curves([tmp_path / "a"], tmp_path / "out", reps=50)
+
+
+def test_a_run_with_curves_records_checkpoints_and_prices_every_training_move(tmp_path):
+    """--curve 2 on 2x4 with the TD trainer: the start and the middle checkpoints, then the final score; every
+    training move priced (that tracing leaves the learning as it is: test_ntuple)."""
+    run_suite(tmp_path / "td", 1, trainer="experiments.suite.trainers:td", tasks="2x4", progress=False, curve=2)
+    cell = json.loads((tmp_path / "td" / "runs" / "2x4" / "seed-0.json").read_text())
+    assert [p["fraction"] for p in cell["curve"]] == [0.0, 0.5, 1.0] and cell["curve"][0]["steps"] == 0
+    assert cell["curve"][-1]["normalized"] == cell["normalized"] and cell["curve"][1]["steps"] >= 500_000
+    assert cell["training_moves_priced"] == cell["train_steps"] and cell["training_regret"] > 0
+    with pytest.raises(SuiteRunError, match="--curve 2, not 0"):
+        run_suite(tmp_path / "td", 1, trainer="experiments.suite.trainers:td", tasks="2x4", progress=False)
+    with pytest.raises(ValueError, match="takes monitor="):
+        run_suite(tmp_path / "x", 1, agent="greedy", tasks="2x4", progress=False, curve=2)
+
+
+def test_the_ppo_trainer_feeds_the_monitor():
+    """One rollout of MaskablePPO on 2x4 with a monitor: the start's checkpoint asked for (its scoring, an exact
+    evaluation of the network, is the TD test's), the rollout's 4,096 moves priced from its one-hot observations."""
+    pytest.importorskip("sb3_contrib")
+    from experiments.suite.monitor import TrainingMonitor
+    from experiments.suite.trainers import maskable_ppo
+
+    class Checkpoints(TrainingMonitor):
+        def record(self, steps, policy):
+            self.curve.append({"steps": steps, "policy": policy})
+
+    task = get_task("2x4")
+    with Oracle.open(ensure_table(task, progress=False)) as oracle:
+        monitor = Checkpoints(task, oracle, 2, seed=0)
+        model = maskable_ppo(task, 4096, seed=0, monitor=monitor)
+        assert monitor.curve == [{"steps": 0, "policy": model}]
+        assert monitor.moves_priced == model.train_steps == 4096 and monitor.regret > 0

@@ -1,4 +1,4 @@
-"""Command line of the suite: ``python -m experiments.suite {tables,run,compare,registry,dataset,bc} ...``
+"""Command line of the suite: ``python -m experiments.suite {tables,run,compare,registry,curves,dataset,bc} ...``
 (docs/suite.md, docs/datasets.md)."""
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ def cmd_run(args) -> int:
             tasks=args.tasks,
             progress=not args.quiet,
             command=["python", "-m", "experiments.suite", *sys.argv[1:]],
+            curve=args.curve,
         )
     except (SuiteRunError, TaskError, ValueError, FileNotFoundError) as e:  # fmt: skip
         print(f"error: {e}", file=sys.stderr)
@@ -110,6 +111,19 @@ def cmd_bc(args) -> int:
     return 0
 
 
+def cmd_curves(args) -> int:
+    from .curves import curves, markdown
+
+    try:
+        result = curves(args.dirs, args.out, reps=args.reps)
+    except (ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(markdown(result))
+    print(f"wrote {args.out}/curves.json, curves.md and curves.png")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.suite", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -127,6 +141,8 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=int, default=5, help="runs per task: seeds 0..N-1 (default 5)")
     p.add_argument("--tasks", default=None, help="comma-separated task names (default: all)")
     p.add_argument("--out", required=True, help="results directory (resumed if it holds a run of the same agent)")
+    p.add_argument("--curve", type=int, default=0, metavar="K",
+                   help="with --trainer: record K checkpoints over the budget and the training regret")  # fmt: skip
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("compare", help="aggregate results directories with rliable: table and plots")
@@ -151,6 +167,11 @@ def main(argv=None) -> int:
     p.add_argument("--overwrite", action="store_true", help="replace a dataset of the same id")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_dataset)
+    p = sub.add_parser("curves", help="IQM sample-efficiency curves over seeds (runs made with --curve K)")
+    p.add_argument("dirs", nargs="+", help="results directories of `run --trainer ... --curve K`")
+    p.add_argument("--out", required=True)
+    p.add_argument("--reps", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    p.set_defaults(func=cmd_curves)
     p = sub.add_parser("bc", help="behaviour cloning on datasets, each clone scored exactly")
     p.add_argument("--datasets", required=True, help="comma-separated dataset ids (solved2048/3x3/optimal-v0, ...)")
     p.add_argument("--root", required=True, help="the datasets root (as given to `dataset --out`)")

@@ -8,6 +8,7 @@ provenance), written once every run is there.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import time
@@ -17,6 +18,7 @@ import numpy as np
 
 from oracle import Oracle
 
+from .monitor import TrainingMonitor
 from .policies import as_policy, load_trainer
 from .provenance import provenance
 from .scoring import score_policy
@@ -52,6 +54,9 @@ def _check_directory(out: Path, what: dict) -> None:
     if {k: theirs.get(k) for k in mine} != mine:
         raise SuiteRunError(f"{out} holds the runs of {theirs.get('agent') or theirs.get('trainer')!r}, not "
                             f"{what['agent'] or what['trainer']!r}: give another --out")  # fmt: skip
+    if theirs.get("curve", 0) != what.get("curve", 0):
+        raise SuiteRunError(f"{out} holds runs with --curve {theirs.get('curve', 0)}, not {what.get('curve', 0)}: "
+                            "give another --out")  # fmt: skip
 
 
 def _label(x) -> str | None:
@@ -60,16 +65,23 @@ def _label(x) -> str | None:
 
 
 def run_suite(out, seeds: int, agent=None, trainer=None, tasks: str | None = None, progress: bool = True,
-              command: list[str] | None = None) -> dict:  # fmt: skip
+              command: list[str] | None = None, curve: int = 0) -> dict:  # fmt: skip
     """Score ``agent`` (a spec string, SB3 model, torch module, agent object or callable), or the policies that
     ``trainer`` (``"module:function"`` or a callable ``train(task, budget_steps, seed) -> policy``) learns, on
-    ``tasks`` (comma-separated names; default all) for seeds 0 .. ``seeds`` - 1.  Returns the suite.json dict."""
+    ``tasks`` (comma-separated names; default all) for seeds 0 .. ``seeds`` - 1.  With ``curve`` K >= 2 (trainers
+    that take ``monitor``, see :mod:`experiments.suite.monitor`) each run also records its learning curve (K
+    points, the last its final score) and its training regret.  Returns the suite.json dict."""
     if (agent is None) == (trainer is None):
         raise ValueError("give an agent or a trainer, not both and not neither")
     if not isinstance(seeds, int) or seeds < 1:
         raise ValueError(f"--seeds must be a whole number >= 1, got {seeds!r}")
     train = load_trainer(trainer) if isinstance(trainer, str) else trainer
+    if curve and (train is None or "monitor" not in inspect.signature(train).parameters):
+        raise ValueError(f"--curve needs a trainer that takes monitor= (experiments.suite.monitor); "
+                         f"{_label(trainer or agent)!r} does not")  # fmt: skip
     what = {"suite_version": SUITE_VERSION, "agent": _label(agent), "trainer": _label(trainer)}
+    if curve:
+        what["curve"] = curve
     chosen = tasks_named(tasks)
     origin = provenance(command, chosen)  # the code as the run starts
     out = Path(out)
@@ -77,7 +89,7 @@ def run_suite(out, seeds: int, agent=None, trainer=None, tasks: str | None = Non
     _check_directory(out, what)
     digests = {}
     for task in chosen:
-        digests[task.name] = _run_task(out, task, seeds, agent, train, progress)
+        digests[task.name] = _run_task(out, task, seeds, agent, train, progress, curve)
     result = collect(out, chosen, seeds)
     result.update(what)
     result["tables"] = digests
@@ -86,7 +98,7 @@ def run_suite(out, seeds: int, agent=None, trainer=None, tasks: str | None = Non
     return result
 
 
-def _run_task(out: Path, task: Task, seeds: int, agent, train, progress: bool) -> str:
+def _run_task(out: Path, task: Task, seeds: int, agent, train, progress: bool, curve: int = 0) -> str:
     """Every missing seed of ``task``; returns its table's digest."""
     table = ensure_table(task, progress)
     digest = table_digest(table)
@@ -101,16 +113,22 @@ def _run_task(out: Path, task: Task, seeds: int, agent, train, progress: bool) -
         for seed in missing:
             cell = {"task": task.name, "seed": seed, "env_id": task.env_id}
             try:
-                policy = agent
+                policy, monitor = agent, None
                 if train is not None:
                     cell["budget_steps"] = task.budget_steps
                     start = time.perf_counter()
-                    policy = train(task, task.budget_steps, seed)
-                    cell["train_seconds"] = time.perf_counter() - start
+                    if curve:
+                        monitor = TrainingMonitor(task, oracle, curve, seed, progress)
+                        policy = train(task, task.budget_steps, seed, monitor=monitor)
+                    else:
+                        policy = train(task, task.budget_steps, seed)
+                    cell["train_seconds"] = time.perf_counter() - start  # checkpoints' scoring included
                     if getattr(policy, "train_steps", None) is not None:  # what the trainer says it used
                         cell["train_steps"] = int(policy.train_steps)
                 player = as_policy(policy, rows, cols, seed, oracle)
                 cell.update(score_policy(task, oracle, player, seed, progress))
+                if monitor is not None:
+                    cell.update(monitor.result(cell, cell.get("train_steps")))
             except Exception as e:
                 raise SuiteRunError(f"task {task.name}, seed {seed}: {type(e).__name__}: {e}. The runs finished "
                                     f"so far are kept in {out}: the same command resumes") from e  # fmt: skip

@@ -20,6 +20,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from agents.ntuple import NTupleAgent, tuple_set
@@ -30,8 +31,10 @@ from experiments.train.td import BOARD_SCHEDULES, DEFAULT_SCHEDULE, alpha_at, pa
 ROUND = 50
 
 
-def td(task, budget_steps: int, seed: int) -> NTupleAgent:
-    """An n-tuple network trained by TD(0) for ``budget_steps`` moves on the task's game."""
+def td(task, budget_steps: int, seed: int, monitor=None) -> NTupleAgent:
+    """An n-tuple network trained by TD(0) for ``budget_steps`` moves on the task's game; with a ``monitor``
+    (:class:`experiments.suite.monitor.TrainingMonitor`), every training move is priced and the checkpoints due
+    after each round are scored (neither changes the training)."""
     rows, cols = task.shape
     tuples = tuple_set("default", rows, cols)
     if task.kind == "score":
@@ -42,8 +45,13 @@ def td(task, budget_steps: int, seed: int) -> NTupleAgent:
         agent = GoalNTupleAgent(task.spec(), tuples=tuples, alpha=schedule[0][1], seed=seed)
     moves = 0
     while moves < budget_steps:
+        if monitor is not None and monitor.due(moves):
+            monitor.record(moves, agent)
         agent.alpha = alpha_at(schedule, moves / budget_steps)
-        moves += agent.train(ROUND, threads=1).moves
+        stats = agent.train(ROUND, threads=1, trace=monitor is not None)
+        if monitor is not None:
+            monitor.price(stats.boards, stats.actions)
+        moves += stats.moves
     agent.train_steps = moves
     return agent
 
@@ -78,10 +86,12 @@ def load_hyperparams(algorithm: str, task: str, required: tuple[str, ...] = ()) 
     return params
 
 
-def maskable_ppo(task, budget_steps: int, seed: int):
+def maskable_ppo(task, budget_steps: int, seed: int, monitor=None):
     """A MaskablePPO model trained for ``budget_steps`` environment steps on the task's game, with the task's
     hyperparameter file; ``train_steps`` is what it took (a whole number of rollouts, so up to one rollout of
-    ``n_envs * n_steps`` more than the budget)."""
+    ``n_envs * n_steps`` more than the budget).  With a ``monitor``, each rollout's moves are priced and the
+    checkpoints due are scored as the steps pass them (the policy acts deterministically there, so the training's
+    random streams are untouched)."""
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.vec_env import VecNormalize
@@ -98,9 +108,21 @@ def maskable_ppo(task, budget_steps: int, seed: int):
                         policy_kwargs={"net_arch": list(hp["net_arch"])})  # fmt: skip
 
     class Bar(BaseCallback):
+        def _on_training_start(self) -> None:
+            if monitor is not None and monitor.due(0):
+                monitor.record(0, self.model)
+
         def _on_step(self) -> bool:
             bar.update(self.training_env.num_envs)
+            if monitor is not None and monitor.due(self.num_timesteps):
+                monitor.record(self.num_timesteps, self.model)
             return True
+
+        def _on_rollout_end(self) -> None:
+            if monitor is not None:
+                buffer = self.model.rollout_buffer  # one-hot observations (steps, envs, planes, rows, cols)
+                planes = buffer.observations.reshape(-1, *buffer.observations.shape[2:])
+                monitor.price(planes.argmax(axis=1).astype(np.uint8), buffer.actions.reshape(-1))
 
     with tqdm(total=budget_steps, unit="step", desc=f"MaskablePPO {task.name} seed {seed}", mininterval=10) as bar:
         model.learn(total_timesteps=budget_steps, callback=Bar())

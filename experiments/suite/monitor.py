@@ -1,0 +1,82 @@
+"""What a learning algorithm's run records while it trains (``python -m experiments.suite run --trainer ... --curve
+K``): its policy's score at K checkpoints spread evenly over the budget, and the regret of every move it made while
+learning, priced by the oracle.
+
+A trainer that takes a ``monitor`` keyword gets a :class:`TrainingMonitor` and calls it as it trains::
+
+    def train(task, budget_steps, seed, monitor=None):
+        ...
+        for each batch of moves played while learning:
+            if monitor is not None:
+                monitor.price(boards, actions)          # the boards before the moves, and the moves
+                if monitor.due(steps_so_far):
+                    monitor.record(steps_so_far, policy)  # scored as the suite scores any policy
+
+The run file then holds ``curve`` (one point per checkpoint, the last one the run's own final score) and
+``training_regret``: the sum over the moves priced of max Q* − Q*(move), in the task's units (score points, or
+probability of success).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from oracle import Oracle
+
+from .policies import as_policy
+from .scoring import score_policy
+from .tasks import Task
+
+
+class TrainingMonitor:
+    """Checkpoints at fractions 0, 1/K, ..., (K-1)/K of ``task.budget_steps`` (the runner adds the final score at
+    1) and the running sum of the training moves' regret."""
+
+    def __init__(self, task: Task, oracle: Oracle, points: int, seed: int, progress: bool = False):
+        if not isinstance(points, int) or points < 2:
+            raise ValueError(f"--curve needs at least 2 points (the start and the end), got {points!r}")
+        self.task, self.oracle, self.seed, self.progress = task, oracle, seed, progress
+        self.fractions = [i / points for i in range(points)]
+        self.steps = [round(f * task.budget_steps) for f in self.fractions]
+        self.curve: list[dict] = []
+        self.regret = 0.0
+        self.moves_priced = 0
+        self.moves_unpriced = 0  # moves from a board without an allowed move (a stuck endgame start)
+
+    def due(self, steps: int) -> bool:
+        """Whether a checkpoint is due at ``steps`` environment steps (the next one not yet recorded)."""
+        return len(self.curve) < len(self.steps) and steps >= self.steps[len(self.curve)]
+
+    def record(self, steps: int, policy) -> None:
+        """Score ``policy`` now (``steps`` taken so far) for every checkpoint due; one evaluation serves them all."""
+        rows, cols = self.task.shape
+        result = score_policy(self.task, self.oracle, as_policy(policy, rows, cols, self.seed, self.oracle),
+                              self.seed, self.progress)  # fmt: skip
+        while self.due(steps):
+            k = len(self.curve)
+            self.curve.append({"fraction": self.fractions[k], "steps": int(steps), "value": result["value"],
+                               "normalized": result["normalized"], "method": result["method"]})  # fmt: skip
+
+    def price(self, boards, actions) -> None:
+        """Add the regret of moves ``actions int[n]`` made on ``boards`` (packed ``uint64[n]``, or exponent boards
+        ``uint8 (n, rows, cols)``)."""
+        boards = np.asarray(boards)
+        boards = boards.astype(np.uint64) if boards.ndim == 1 else boards.astype(np.uint8)
+        actions = np.asarray(actions, np.int64).reshape(-1)
+        if actions.size == 0:
+            return
+        q = self.oracle.q_values(boards).reshape(-1, 4)
+        chosen = q[np.arange(q.shape[0]), actions]
+        legal = ~np.isnan(q).all(axis=1)
+        if np.isnan(chosen[legal]).any():
+            raise ValueError("a training move was not allowed on its board: the trainer's moves and boards disagree")
+        self.regret += float((np.nanmax(q[legal], axis=1) - chosen[legal]).sum())
+        self.moves_priced += int(legal.sum())
+        self.moves_unpriced += int((~legal).sum())
+
+    def result(self, final: dict, train_steps: int | None) -> dict:
+        """What the run file keeps: the curve, ending with the run's final score ``final``, and the regret."""
+        end = {"fraction": 1.0, "steps": train_steps, "value": final["value"], "normalized": final["normalized"],
+               "method": final["method"]}  # fmt: skip
+        return {"curve": [*self.curve, end], "training_regret": self.regret,
+                "training_moves_priced": self.moves_priced, "training_moves_unpriced": self.moves_unpriced}  # fmt: skip
