@@ -7,7 +7,8 @@ import argparse
 import sys
 import time
 
-from .tasks import SUITE_V1, SUITE_VERSION, TaskError, ensure_table, table_digest, tasks_named
+from .runner import SuiteRunError
+from .tasks import SUITE_V1, SUITE_VERSION, ensure_table, table_digest, tasks_named
 
 
 def cmd_tables(args) -> int:
@@ -31,22 +32,18 @@ def cmd_tables(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from .runner import SuiteRunError, run_suite
+    from .runner import run_suite
 
-    try:
-        result = run_suite(
-            args.out,
-            args.seeds,
-            agent=args.agent,
-            trainer=args.trainer,
-            tasks=args.tasks,
-            progress=not args.quiet,
-            command=["python", "-m", "experiments.suite", *sys.argv[1:]],
-            curve=args.curve,
-        )
-    except (SuiteRunError, TaskError, ValueError, FileNotFoundError) as e:  # fmt: skip
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    result = run_suite(
+        args.out,
+        args.seeds,
+        agent=args.agent,
+        trainer=args.trainer,
+        tasks=args.tasks,
+        progress=not args.quiet,
+        command=["python", "-m", "experiments.suite", *sys.argv[1:]],
+        curve=args.curve,
+    )
     print(f"wrote {args.out}/suite.json: {result['seeds']} run(s) x {len(result['tasks'])} tasks")
     return 0
 
@@ -54,11 +51,7 @@ def cmd_run(args) -> int:
 def cmd_compare(args) -> int:
     from .aggregate import compare
 
-    try:
-        result = compare(args.dirs, args.out, reps=args.reps)
-    except (ValueError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    result = compare(args.dirs, args.out, reps=args.reps)
     from .aggregate import markdown
 
     print(markdown(result))
@@ -84,27 +77,18 @@ def cmd_registry(args) -> int:
 
 
 def cmd_dataset(args) -> int:
-    from .dataset import DatasetError, make_dataset
+    from .dataset import make_dataset
 
-    try:
-        make_dataset(args.task, args.policy, args.episodes, args.out, name=args.name, seed=args.seed,
-                     overwrite=args.overwrite, progress=not args.quiet, trainer=args.trainer)  # fmt: skip
-    except (DatasetError, ValueError, TypeError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    make_dataset(args.task, args.policy, args.episodes, args.out, name=args.name, seed=args.seed,
+                 overwrite=args.overwrite, progress=not args.quiet, trainer=args.trainer)  # fmt: skip
     return 0
 
 
 def cmd_bc(args) -> int:
-    from .dataset import DatasetError
     from .offline import run_bc
 
-    try:
-        sizes = [int(x) for x in args.games.split(",")]
-        rows = run_bc(args.datasets.split(","), args.root, args.out, sizes, args.epochs, args.seed, not args.quiet)
-    except (DatasetError, ValueError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    sizes = [int(x) for x in args.games.split(",")]
+    rows = run_bc(args.datasets.split(","), args.root, args.out, sizes, args.epochs, args.seed, not args.quiet)
     for r in rows:
         print(f"{r['dataset']}  {r['games']:>6} games  {r['normalized']:.4f} of V* ({r['method']})")
     print(f"wrote {args.out}/bc.json and bc.png")
@@ -114,11 +98,7 @@ def cmd_bc(args) -> int:
 def cmd_curves(args) -> int:
     from .curves import curves, markdown
 
-    try:
-        result = curves(args.dirs, args.out, reps=args.reps)
-    except (ValueError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    result = curves(args.dirs, args.out, reps=args.reps)
     print(markdown(result))
     print(f"wrote {args.out}/curves.json, curves.md and curves.png")
     return 0
@@ -184,7 +164,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except TaskError as e:
+    except (ValueError, FileNotFoundError, SuiteRunError) as e:  # bad input (TaskError, DatasetError, ...)
         print(f"error: {e}", file=sys.stderr)
         return 2
 
