@@ -48,7 +48,7 @@ from oracle.agent import batch_decider
 
 from .policies import as_policy, load_trainer
 from .scoring import score_policy
-from .tasks import SUITE_VERSION, Task, ensure_table, get_task, table_digest
+from .tasks import SUITE_VERSION, Task, checked_table, get_task
 
 NAMESPACE = "solved2048"
 #: Games played in lockstep and written to the file at a time.
@@ -102,32 +102,19 @@ def make_dataset(task_name: str, policy: str | None, episodes: int, out, name: s
         raise DatasetError("give a --policy or a --trainer, not both and not neither")
     if not isinstance(episodes, int) or episodes < 1:
         raise DatasetError(f"--episodes must be a whole number >= 1, got {episodes!r}")
-    train = load_trainer(trainer) if trainer else None
     label = policy or trainer
     ident = dataset_id(task, name or default_name(policy or trainer.partition(":")[2]))
     out = Path(out)
     final = out / ident
     if final.exists() and not overwrite:
         raise DatasetError(f"{final} already holds dataset {ident}: pass --overwrite to replace it, or --name")
-    table = ensure_table(task, progress)
-    digest = table_digest(table)
-    if digest != task.table_digest:
-        raise DatasetError(f"{task.name}: the table {table} is not the suite's (digest {digest[:12]}...): delete it "
-                           "to have it built again")  # fmt: skip
-    rows, cols = task.shape
+    table, digest = checked_table(task, progress)
     out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".writing-", dir=out))
     try:
         with Oracle.open(table) as oracle, _datasets_root(staging), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="`author_email` is set to None", category=UserWarning)
-            trained_for = {}
-            if train is not None:
-                start = time.perf_counter()
-                trained = train(task, task.budget_steps, seed)
-                trained_for = {"trainer": trainer, "budget_steps": task.budget_steps,
-                               "train_steps": getattr(trained, "train_steps", None),
-                               "train_seconds": time.perf_counter() - start}  # fmt: skip
-            agent = as_policy(trained if train is not None else policy, rows, cols, seed, oracle)
+            agent, trained_for = _the_policy(task, policy, trainer, seed, oracle)
             random_value = random_reference(task, oracle, table, digest, progress)
             spec = gym.spec(task.env_id)
             decide = batch_decider(agent)
@@ -164,6 +151,19 @@ def make_dataset(task_name: str, policy: str | None, episodes: int, out, name: s
               f"\"import minari; print(minari.load_dataset('{ident}'))\"")  # fmt: skip
     load(ident, out)  # it opens from its final place
     return final
+
+
+def _the_policy(task: Task, policy: str | None, trainer: str | None, seed: int, oracle: Oracle) -> tuple:
+    """``(agent, training facts)``: the agent of ``policy``, or of what ``trainer`` learns on the task (its budget,
+    ``seed``), with the trainer's name, budget, steps and seconds."""
+    rows, cols = task.shape
+    if trainer is None:
+        return as_policy(policy, rows, cols, seed, oracle), {}
+    start = time.perf_counter()
+    trained = load_trainer(trainer)(task, task.budget_steps, seed)
+    facts = {"trainer": trainer, "budget_steps": task.budget_steps, "train_seconds": time.perf_counter() - start,
+             "train_steps": getattr(trained, "train_steps", None)}  # fmt: skip
+    return as_policy(trained, rows, cols, seed, oracle), facts
 
 
 def random_reference(task: Task, oracle: Oracle, table: Path, digest: str, progress: bool) -> dict:

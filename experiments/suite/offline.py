@@ -22,7 +22,7 @@ from oracle import Oracle
 
 from .dataset import DatasetError, load
 from .scoring import score_policy
-from .tasks import ensure_table, get_task
+from .tasks import checked_table, get_task
 
 
 def steps_of(dataset, games: int) -> Labelled:
@@ -52,7 +52,7 @@ def clone(ident: str, root, sizes=(100, 1000, 10000), epochs: int = 5, hidden: i
         raise DatasetError(f"{ident} was labelled with another table than the suite's task {task.name}")
     rows, cols = task.shape
     out = []
-    with Oracle.open(ensure_table(task, progress)) as oracle:
+    with Oracle.open(checked_table(task, progress)[0]) as oracle:
         for games in sizes:
             data = steps_of(dataset, games)
             agent = PolicyNetAgent(rows, cols, "mlp", hidden, seed)

@@ -22,7 +22,7 @@ from .monitor import TrainingMonitor
 from .policies import as_policy, load_trainer
 from .provenance import provenance
 from .scoring import score_policy
-from .tasks import SUITE_VERSION, Task, ensure_table, table_digest, tasks_named
+from .tasks import SUITE_VERSION, Task, checked_table, tasks_named
 
 #: Keys of suite.json and of the run files that vary from run to run of the same command (timings, dates).
 TIMING_KEYS = ("seconds", "train_seconds", "created", "provenance")
@@ -100,11 +100,7 @@ def run_suite(out, seeds: int, agent=None, trainer=None, tasks: str | None = Non
 
 def _run_task(out: Path, task: Task, seeds: int, agent, train, progress: bool, curve: int = 0) -> str:
     """Every missing seed of ``task``; returns its table's digest."""
-    table = ensure_table(task, progress)
-    digest = table_digest(table)
-    if task.table_digest and digest != task.table_digest:
-        raise SuiteRunError(f"{task.name}: the table {table} is not the suite's (digest {digest[:12]}..., expected "
-                            f"{task.table_digest[:12]}...): delete it to have it built again")  # fmt: skip
+    table, digest = checked_table(task, progress)
     missing = [s for s in range(seeds) if not (out / "runs" / task.name / f"seed-{s}.json").exists()]
     if not missing:
         return digest

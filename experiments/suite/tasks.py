@@ -143,6 +143,17 @@ def ensure_table(task: Task, progress: bool = True) -> Path:
     return build_once(task.spec(), path, progress, what=f"suite task {task.describe()}", layout="directory")
 
 
+def checked_table(task: Task, progress: bool = True) -> tuple[Path, str]:
+    """``(path, digest)`` of the task's table (built on first use); a :class:`TaskError` if its digest is not the
+    one pinned for the task."""
+    path = ensure_table(task, progress)
+    digest = table_digest(path)
+    if task.table_digest and digest != task.table_digest:
+        raise TaskError(f"{task.name}: the table {path} is not the suite's (digest {digest[:12]}..., expected "
+                        f"{task.table_digest[:12]}...): delete it to have it built again")  # fmt: skip
+    return path, digest
+
+
 def table_digest(path) -> str:
     """sha256 of a table's ``{dataset: sha256}`` checksums (sorted, as JSON): one fingerprint of its content."""
     with Table(path) as t:
