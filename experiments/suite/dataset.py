@@ -13,7 +13,7 @@ key                 dtype, shape    meaning
 ``optimal_actions`` bool (4,)       the moves of highest Q* (within the oracle's tolerance)
 ``regret``          float64         max Q* − Q*(action) of the action that led here, so row t + 1 prices
                                     ``actions[t]``; NaN on the reset's row
-``score``           int64           the game's score so far (for an endgame, 1 once won)
+``score``           int64           the game's merge score so far, also on goal tasks (an endgame's: 1 once won)
 ==================  ==============  ==================================================================
 
 The metadata give ``ref_min_score`` = V^random and ``ref_max_score`` = V* (both exact where the suite evaluates
