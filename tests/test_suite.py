@@ -283,3 +283,16 @@ def test_the_ppo_trainer_feeds_the_monitor():
         model = maskable_ppo(task, 4096, seed=0, monitor=monitor)
         assert monitor.curve == [{"steps": 0, "policy": model}]
         assert monitor.moves_priced == model.train_steps == 4096 and monitor.regret > 0
+
+
+def test_processes_can_share_a_run_by_seeds(tmp_path):
+    """--only-seeds runs its seeds and writes no suite.json until every seed is there; the full command then runs
+    only what is missing."""
+    assert run_suite(tmp_path, 2, agent="greedy", tasks="2x4", progress=False, only_seeds=[1]) is None
+    assert [p.name for p in (tmp_path / "runs" / "2x4").iterdir()] == ["seed-1.json"]
+    assert not (tmp_path / "suite.json").exists()
+    before = (tmp_path / "runs" / "2x4" / "seed-1.json").stat().st_mtime_ns
+    result = run_suite(tmp_path, 2, agent="greedy", tasks="2x4", progress=False)
+    assert result["seeds"] == 2 and (tmp_path / "runs" / "2x4" / "seed-1.json").stat().st_mtime_ns == before
+    with pytest.raises(ValueError, match="--only-seeds must name some of the seeds 0..1"):
+        run_suite(tmp_path, 2, agent="greedy", tasks="2x4", progress=False, only_seeds=[2])

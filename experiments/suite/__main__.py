@@ -43,7 +43,11 @@ def cmd_run(args) -> int:
         progress=not args.quiet,
         command=["python", "-m", "experiments.suite", *sys.argv[1:]],
         curve=args.curve,
+        only_seeds=[int(x) for x in args.only_seeds.split(",")] if args.only_seeds else None,
     )
+    if result is None:
+        print(f"the asked runs are in {args.out}/runs; suite.json is written once every task and seed is there")
+        return 0
     print(f"wrote {args.out}/suite.json: {result['seeds']} run(s) x {len(result['tasks'])} tasks")
     return 0
 
@@ -121,6 +125,8 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=int, default=5, help="runs per task: seeds 0..N-1 (default 5)")
     p.add_argument("--tasks", default=None, help="comma-separated task names (default: all)")
     p.add_argument("--out", required=True, help="results directory (resumed if it holds a run of the same agent)")
+    p.add_argument("--only-seeds", default=None, metavar="LIST",
+                   help="run only these seeds (comma-separated): processes sharing one --out split a run")  # fmt: skip
     p.add_argument("--curve", type=int, default=0, metavar="K",
                    help="with --trainer: record K checkpoints over the budget and the training regret")  # fmt: skip
     p.add_argument("--quiet", action="store_true")

@@ -65,12 +65,14 @@ def _label(x) -> str | None:
 
 
 def run_suite(out, seeds: int, agent=None, trainer=None, tasks: str | None = None, progress: bool = True,
-              command: list[str] | None = None, curve: int = 0) -> dict:  # fmt: skip
+              command: list[str] | None = None, curve: int = 0, only_seeds=None) -> dict | None:  # fmt: skip
     """Score ``agent`` (a spec string, SB3 model, torch module, agent object or callable), or the policies that
     ``trainer`` (``"module:function"`` or a callable ``train(task, budget_steps, seed) -> policy``) learns, on
     ``tasks`` (comma-separated names; default all) for seeds 0 .. ``seeds`` - 1.  With ``curve`` K >= 2 (trainers
     that take ``monitor``, see :mod:`experiments.suite.monitor`) each run also records its learning curve (K
-    points, the last its final score) and its training regret.  Returns the suite.json dict."""
+    points, the last its final score) and its training regret.  ``only_seeds`` (a subset of the seeds) runs just
+    those, so that several processes can share one run's cells; ``suite.json`` is written, and returned, once
+    every (task, seed) is there (None before).  A cell another process finished meanwhile is not run again."""
     if (agent is None) == (trainer is None):
         raise ValueError("give an agent or a trainer, not both and not neither")
     if not isinstance(seeds, int) or seeds < 1:
@@ -82,6 +84,9 @@ def run_suite(out, seeds: int, agent=None, trainer=None, tasks: str | None = Non
     what = {"suite_version": SUITE_VERSION, "agent": _label(agent), "trainer": _label(trainer)}
     if curve:
         what["curve"] = curve
+    only = set(range(seeds)) if only_seeds is None else set(only_seeds)
+    if not only <= set(range(seeds)) or not only:
+        raise ValueError(f"--only-seeds must name some of the seeds 0..{seeds - 1}, got {sorted(only)}")
     chosen = tasks_named(tasks)
     origin = provenance(command, chosen)  # the code as the run starts
     out = Path(out)
@@ -89,7 +94,9 @@ def run_suite(out, seeds: int, agent=None, trainer=None, tasks: str | None = Non
     _check_directory(out, what)
     digests = {}
     for task in chosen:
-        digests[task.name] = _run_task(out, task, seeds, agent, train, progress, curve)
+        digests[task.name] = _run_task(out, task, sorted(only), agent, train, progress, curve)
+    if not all(_cell(out, t, s).exists() for t in chosen for s in range(seeds)):
+        return None
     result = collect(out, chosen, seeds)
     result.update(what)
     result["tables"] = digests
@@ -98,15 +105,21 @@ def run_suite(out, seeds: int, agent=None, trainer=None, tasks: str | None = Non
     return result
 
 
-def _run_task(out: Path, task: Task, seeds: int, agent, train, progress: bool, curve: int = 0) -> str:
-    """Every missing seed of ``task``; returns its table's digest."""
+def _cell(out: Path, task: Task, seed: int) -> Path:
+    return out / "runs" / task.name / f"seed-{seed}.json"
+
+
+def _run_task(out: Path, task: Task, seeds: list[int], agent, train, progress: bool, curve: int = 0) -> str:
+    """Every missing one of ``seeds`` on ``task``; returns its table's digest."""
     table, digest = checked_table(task, progress)
-    missing = [s for s in range(seeds) if not (out / "runs" / task.name / f"seed-{s}.json").exists()]
+    missing = [s for s in seeds if not _cell(out, task, s).exists()]
     if not missing:
         return digest
     rows, cols = task.shape
     with Oracle.open(table) as oracle:
         for seed in missing:
+            if _cell(out, task, seed).exists():  # another process sharing the run finished it
+                continue
             cell = {"task": task.name, "seed": seed, "env_id": task.env_id}
             try:
                 policy, monitor = agent, None
@@ -128,7 +141,7 @@ def _run_task(out: Path, task: Task, seeds: int, agent, train, progress: bool, c
             except Exception as e:
                 raise SuiteRunError(f"task {task.name}, seed {seed}: {type(e).__name__}: {e}. The runs finished "
                                     f"so far are kept in {out}: the same command resumes") from e  # fmt: skip
-            _write_json(out / "runs" / task.name / f"seed-{seed}.json", cell)
+            _write_json(_cell(out, task, seed), cell)
             if progress:
                 print(f"{task.name} seed {seed}: {cell['normalized']:.4f} of V* ({cell['method']}, "
                       f"{cell['seconds']:.1f} s)", flush=True)  # fmt: skip
