@@ -94,6 +94,7 @@ def maskable_ppo(task, budget_steps: int, seed: int, monitor=None):
     random streams are untouched)."""
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.vec_env import VecNormalize
 
     from .envs import make_task_vec_env
@@ -106,6 +107,7 @@ def maskable_ppo(task, budget_steps: int, seed: int, monitor=None):
                         batch_size=hp["batch_size"], n_epochs=hp["n_epochs"], gamma=hp["gamma"],
                         gae_lambda=hp["gae_lambda"], ent_coef=hp["ent_coef"], seed=seed, device="cpu", verbose=0,
                         policy_kwargs={"net_arch": list(hp["net_arch"])})  # fmt: skip
+    model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default logger makes a /tmp/SB3-* folder per run
 
     class Bar(BaseCallback):
         def _on_training_start(self) -> None:
