@@ -33,7 +33,6 @@ import os
 import re
 import shutil
 import tempfile
-import time
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,6 +46,7 @@ from oracle import Oracle
 from oracle.agent import batch_decider
 
 from .policies import as_policy, load_trainer
+from .runner import train_on_task
 from .scoring import score_policy
 from .tasks import SUITE_VERSION, Task, checked_table, get_task
 
@@ -159,11 +159,8 @@ def _the_policy(task: Task, policy: str | None, trainer: str | None, seed: int, 
     rows, cols = task.shape
     if trainer is None:
         return as_policy(policy, rows, cols, seed, oracle), {}
-    start = time.perf_counter()
-    trained = load_trainer(trainer)(task, task.budget_steps, seed)
-    facts = {"trainer": trainer, "budget_steps": task.budget_steps, "train_seconds": time.perf_counter() - start,
-             "train_steps": getattr(trained, "train_steps", None)}  # fmt: skip
-    return as_policy(trained, rows, cols, seed, oracle), facts
+    trained, facts = train_on_task(load_trainer(trainer), task, seed)
+    return as_policy(trained, rows, cols, seed, oracle), {"trainer": trainer, **facts}
 
 
 def random_reference(task: Task, oracle: Oracle, table: Path, digest: str, progress: bool) -> dict:

@@ -105,6 +105,19 @@ def run_suite(out, seeds: int, agent=None, trainer=None, tasks: str | None = Non
     return result
 
 
+def train_on_task(train, task: Task, seed: int, monitor=None) -> tuple[object, dict]:
+    """``(policy, facts)``: what ``train(task, task.budget_steps, seed)`` learns (given ``monitor=`` when there is
+    one), and ``budget_steps``, ``train_seconds`` (a monitor's scoring included) and, when the policy says,
+    ``train_steps``."""
+    start = time.perf_counter()
+    extra = {} if monitor is None else {"monitor": monitor}
+    policy = train(task, task.budget_steps, seed, **extra)
+    facts = {"budget_steps": task.budget_steps, "train_seconds": time.perf_counter() - start}
+    if getattr(policy, "train_steps", None) is not None:  # what the trainer says it used
+        facts["train_steps"] = int(policy.train_steps)
+    return policy, facts
+
+
 def _cell(out: Path, task: Task, seed: int) -> Path:
     return out / "runs" / task.name / f"seed-{seed}.json"
 
@@ -124,16 +137,9 @@ def _run_task(out: Path, task: Task, seeds: list[int], agent, train, progress: b
             try:
                 policy, monitor = agent, None
                 if train is not None:
-                    cell["budget_steps"] = task.budget_steps
-                    start = time.perf_counter()
-                    if curve:
-                        monitor = TrainingMonitor(task, oracle, curve, seed, progress)
-                        policy = train(task, task.budget_steps, seed, monitor=monitor)
-                    else:
-                        policy = train(task, task.budget_steps, seed)
-                    cell["train_seconds"] = time.perf_counter() - start  # checkpoints' scoring included
-                    if getattr(policy, "train_steps", None) is not None:  # what the trainer says it used
-                        cell["train_steps"] = int(policy.train_steps)
+                    monitor = TrainingMonitor(task, oracle, curve, seed, progress) if curve else None
+                    policy, facts = train_on_task(train, task, seed, monitor)
+                    cell.update(facts)
                 player = as_policy(policy, rows, cols, seed, oracle)
                 cell.update(score_policy(task, oracle, player, seed, progress))
                 if monitor is not None:
