@@ -53,9 +53,7 @@ class TrainingMonitor:
         result = score_policy(self.task, self.oracle, as_policy(policy, rows, cols, self.seed, self.oracle),
                               self.seed, self.progress)  # fmt: skip
         while self.due(steps):
-            k = len(self.curve)
-            self.curve.append({"fraction": self.fractions[k], "steps": int(steps), "value": result["value"],
-                               "normalized": result["normalized"], "method": result["method"]})  # fmt: skip
+            self.curve.append(_point(self.fractions[len(self.curve)], int(steps), result))
 
     def price(self, boards, actions) -> None:
         """Add the regret of moves ``actions int[n]`` made on ``boards`` (packed ``uint64[n]``, or exponent boards
@@ -76,7 +74,10 @@ class TrainingMonitor:
 
     def result(self, final: dict, train_steps: int | None) -> dict:
         """What the run file keeps: the curve, ending with the run's final score ``final``, and the regret."""
-        end = {"fraction": 1.0, "steps": train_steps, "value": final["value"], "normalized": final["normalized"],
-               "method": final["method"]}  # fmt: skip
-        return {"curve": [*self.curve, end], "training_regret": self.regret,
+        return {"curve": [*self.curve, _point(1.0, train_steps, final)], "training_regret": self.regret,
                 "training_moves_priced": self.moves_priced, "training_moves_unpriced": self.moves_unpriced}  # fmt: skip
+
+
+def _point(fraction: float, steps: int | None, scored: dict) -> dict:
+    """One point of a curve: where in the budget, after how many steps, and the score there."""
+    return {"fraction": fraction, "steps": steps, **{k: scored[k] for k in ("value", "normalized", "method")}}
