@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import env2048.kernel_cache  # noqa: F401  (numba caches the kernels user-wide: env2048.kernel_cache)
+
 from .base import Agent
 from .expectimax import ExpectimaxAgent
 from .ntuple import NTupleAgent

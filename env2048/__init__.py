@@ -11,6 +11,9 @@ Importing this package registers the environments::
 
 from __future__ import annotations
 
+# First: numba's cache locator for the project's kernels, before any of them is decorated.
+from . import kernel_cache  # noqa: F401  # isort: skip
+
 import warnings
 
 from gymnasium.envs.registration import register, registry

@@ -8,6 +8,8 @@ report = regret(agent, board="3x3", episodes=1000, seed=0)
 
 from __future__ import annotations
 
+import env2048.kernel_cache  # noqa: F401  (numba caches the kernels user-wide: env2048.kernel_cache)
+
 from .agent import batch_decider, single_decider
 from .episodes import Episode
 from .evaluate import Evaluation
