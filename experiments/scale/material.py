@@ -59,38 +59,49 @@ def material_keys(ids, cells, low):
 
 
 @numba.njit(cache=True)
-def crossing_moves(states, T, rules, low):
-    """``(legal moves, crossing moves, afterstates of the crossing moves uint64[crossing], canonical)`` of the
-    states ``uint64[n]``: a move crosses when its afterstate's key differs from its state's."""
+def crossing_moves(states, T, rules, lows):
+    """Every threshold at once (``lows``: exponents, ascending ``int64[L]``), each state moved once: ``(legal
+    moves, crossing moves int64[L], canonical afterstates uint64[m], levels uint8[m])``.  A move crosses at
+    threshold ``low`` when its afterstate's key differs from its state's; it then crosses at every lower threshold
+    too (a move changes the tiles >= 2**low only by making one), so each move that crosses at ``lows[0]`` is
+    listed once, with ``level`` = the number of thresholds at which it crosses."""
     cells = T.rows * T.cols
+    n_lows = lows.shape[0]
     out = np.empty(4 * states.shape[0], np.uint64)
-    legal, crossing = 0, 0
+    levels = np.empty(4 * states.shape[0], np.uint8)
+    crossing = np.zeros(n_lows, np.int64)
+    legal, m = 0, 0
     for i in range(states.shape[0]):
         b = states[i]
-        key = material_key(b, cells, low)
         for a in range(4):
             after, _, outcome = move_outcome(b, a, T.rows, T.cols, T.moves, rules)
             if outcome == ILLEGAL:
                 continue
             legal += 1
-            if material_key(after, cells, low) != key:
-                out[crossing] = canonical_packed(after, T.rows, T.cols, T.sym_lines, T.sym_bytes)
-                crossing += 1
-    return legal, crossing, out[:crossing]
+            level = 0
+            while level < n_lows and material_key(after, cells, lows[level]) != material_key(b, cells, lows[level]):
+                crossing[level] += 1
+                level += 1
+            if level:
+                out[m] = canonical_packed(after, T.rows, T.cols, T.sym_lines, T.sym_bytes)
+                levels[m] = level
+                m += 1
+    return legal, crossing, out[:m], levels[:m]
 
 
 def measure_age(states: np.ndarray, afterstates: np.ndarray, spec: SolveSpec, lows=THRESHOLDS) -> dict:
-    """One age's columns and crossing moves for each threshold exponent of ``lows``."""
+    """One age's columns and crossing moves for each threshold exponent of ``lows`` (ascending)."""
     row = {"states": int(states.size), "afterstates": int(afterstates.size), "by_threshold": {}}
     work = states.size + afterstates.size
-    for low in lows:
+    lows = np.sort(np.asarray(lows, np.int64))
+    legal, crossing, reached, levels = crossing_moves(states, spec.tables, spec.rules, lows)
+    for i, low in enumerate(lows):
         keys = np.concatenate([material_keys(states, spec.cells, low), material_keys(afterstates, spec.cells, low)])
         _, sizes = np.unique(keys, return_counts=True)
-        legal, crossing, reached = crossing_moves(states, spec.tables, spec.rules, low)
-        row["by_threshold"][str(1 << low)] = {
+        row["by_threshold"][str(1 << int(low))] = {
             "columns": int(sizes.size), "largest": int(sizes.max()) if sizes.size else 0,
             "largest_share": float(sizes.max() / work) if work else 0.0, "legal_moves": int(legal),
-            "crossing_moves": int(crossing), "crossing_afterstates": int(np.unique(reached).size),
+            "crossing_moves": int(crossing[i]), "crossing_afterstates": int(np.unique(reached[levels > i]).size),
         }  # fmt: skip
     return row
 
