@@ -38,13 +38,18 @@ PACKAGES = frozenset({"env2048", "solver", "oracle", "agents", "experiments"})
 STALE_DAYS = 30
 
 
-def cache_root() -> Path:
-    """The user-wide kernel cache of this Python and numba (``SOLVED2048_NUMBA_CACHE`` moves it)."""
+def cache_base() -> Path:
+    """``$SOLVED2048_NUMBA_CACHE``, else ``solved2048/numba`` in ``$XDG_CACHE_HOME`` or ``~/.cache``."""
     base = os.environ.get("SOLVED2048_NUMBA_CACHE")
     if not base:
         xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
         base = os.path.join(xdg, "solved2048", "numba")
-    return Path(base) / f"py{sys.version_info.major}{sys.version_info.minor}-numba{numba.__version__}"
+    return Path(base)
+
+
+def cache_root() -> Path:
+    """The user-wide kernel cache of this Python and numba: ``cache_base() / py<XY>-numba<version>``."""
+    return cache_base() / f"py{sys.version_info.major}{sys.version_info.minor}-numba{numba.__version__}"
 
 
 @functools.cache

@@ -16,12 +16,19 @@ import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 
+from env2048.kernel_cache import cache_base
+
 sys.path.insert(0, os.path.dirname(__file__))
 
 #: The temporary directory and home of the machine, before :func:`pytest_configure` moved both into pytest's base
 #: temporary directory (tests that check that nothing is left outside it look here).
 SYSTEM_TMP = tempfile.gettempdir()
 SYSTEM_HOME = os.path.expanduser("~")
+
+# The compiled kernels stay in this user's numba cache for the project (env2048.kernel_cache), not in the session's
+# home: they are compiled code checked against the digest of the kernels' source, and a session that started from
+# an empty cache would compile every kernel again (set SOLVED2048_NUMBA_CACHE to an empty directory for that).
+os.environ["SOLVED2048_NUMBA_CACHE"] = str(cache_base())
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's own tmp_path plugin has set up the base temporary directory
