@@ -29,33 +29,12 @@ import numpy as np
 
 from env2048.kernels import canonical_packed
 from env2048.rules import ILLEGAL, move_outcome
+from solver.distributed.material import material_key, material_keys
 from solver.forward import run_forward
 from solver.spec import SolveSpec
 
 #: Exponents of the thresholds T measured by default: 8 ... 256.
 THRESHOLDS = (3, 4, 5, 6, 7, 8)
-_BASE = np.uint64(17)  # a count of one exponent is at most 16 cells
-
-
-@numba.njit(cache=True, inline="always")
-def material_key(b, cells, low):
-    """The multiset of exponents >= ``low`` on packed board ``b``, as one number: the count of exponent e in base-17
-    digit e - low (at most 13 digits, below 2**64)."""
-    key = np.uint64(0)
-    for c in range(cells):
-        e = int((b >> np.uint64(4 * c)) & np.uint64(15))
-        if e >= low:
-            key += _BASE ** np.uint64(e - low)
-    return key
-
-
-@numba.njit(cache=True)
-def material_keys(ids, cells, low):
-    """``uint64[n]``: :func:`material_key` of every board of ``ids``."""
-    out = np.empty(ids.shape[0], np.uint64)
-    for i in range(ids.shape[0]):
-        out[i] = material_key(ids[i], cells, low)
-    return out
 
 
 @numba.njit(cache=True)

@@ -1,0 +1,18 @@
+"""The distributed solver: ages cut by *material*, one long-lived worker per machine (issue 38).
+
+A board's material is the multiset of its tiles >= T (``T = 2**low``, ``low >= 3``).  Symmetries and spawns (2s and
+4s) leave it unchanged, and a move changes it only by making a tile >= T.  Each material key (a *column*) is owned
+by one worker, so:
+
+* every spawn stays with its owner: an afterstate's children at ages a + 2 and a + 4 are the owner's states;
+* only the moves that make a tile >= T reach another worker's afterstates (*crossing* moves).
+
+Forward, age a: each worker expands its states with the local kernels, keeps the afterstates it owns and sends the
+crossing ones (their IDs) to their owners; then each spawns its afterstates.  Backward, age a: each worker values
+its afterstates from its own states of ages a + 2 and a + 4, sends the values of the crossing afterstates it
+received back to the workers that sent them (values only: both sides kept the IDs), and values its states.  The
+kernels are the local build's, unchanged, so the tables are bit-identical to a local build's.
+
+Modules: :mod:`.material` (keys and their owners), :mod:`.column` (one worker's layers and steps),
+:mod:`.driver` (the age loop over the workers).
+"""

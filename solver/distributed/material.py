@@ -1,0 +1,106 @@
+"""Material keys of packed boards, and which worker owns each key.
+
+``material_key`` writes the multiset of exponents >= ``low`` of a board as one number: the count of exponent e in
+base-17 digit ``e - low`` (a count is at most 16; 13 digits stay below 2**64).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_BASE = np.uint64(17)
+#: Owner of a key the assignment does not hold yet.
+UNASSIGNED = -1
+
+
+@numba.njit(cache=True, inline="always")
+def material_key(b, cells, low):
+    """The multiset of exponents >= ``low`` on packed board ``b`` (``uint64``)."""
+    key = np.uint64(0)
+    for c in range(cells):
+        e = int((b >> np.uint64(4 * c)) & np.uint64(15))
+        if e >= low:
+            key += _BASE ** np.uint64(e - low)
+    return key
+
+
+@numba.njit(cache=True)
+def material_keys(ids, cells, low):
+    """``uint64[n]``: :func:`material_key` of every board of ``ids`` (``uint64[n]``)."""
+    out = np.empty(ids.shape[0], np.uint64)
+    for i in range(ids.shape[0]):
+        out[i] = material_key(ids[i], cells, low)
+    return out
+
+
+@numba.njit(cache=True)
+def owners_of(ids, cells, low, keys, owners):
+    """``int64[n]``: the owner of each board of ``ids``, from the assignment ``keys`` (sorted ``uint64[k]``) ->
+    ``owners`` (``int64[k]``); :data:`UNASSIGNED` for a key not in it."""
+    out = np.empty(ids.shape[0], np.int64)
+    for i in range(ids.shape[0]):
+        key = material_key(ids[i], cells, low)
+        j = np.searchsorted(keys, key)
+        out[i] = owners[j] if j < keys.shape[0] and keys[j] == key else UNASSIGNED
+    return out
+
+
+class Assignment:
+    """Which worker owns each material key: sorted ``keys`` (``uint64[k]``) and ``owners`` (``int64[k]``).
+
+    A key is assigned once, when it first appears, and never moves (its boards' children stay with it)."""
+
+    def __init__(self, n_workers: int, low: int, keys=None, owners=None):
+        if n_workers < 1:
+            raise ValueError(f"the number of workers must be at least 1, got {n_workers}")
+        if low < 3:
+            raise ValueError(f"the material threshold must be a tile >= 8 (low >= 3; spawns make 2s and 4s), got "
+                             f"2**{low}")  # fmt: skip
+        self.n_workers, self.low = int(n_workers), int(low)
+        self.keys = np.asarray(keys if keys is not None else [], np.uint64)
+        self.owners = np.asarray(owners if owners is not None else [], np.int64)
+
+    def owners_of(self, ids: np.ndarray, cells: int) -> np.ndarray:
+        return owners_of(ids, cells, self.low, self.keys, self.owners)
+
+    def assign(self, key_work: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        """Give each key of ``key_work`` (key -> its boards in this age) not yet assigned to a worker: largest
+        first, each to the worker with the least work in this age so far (the keys it already owns included).
+        Deterministic: ties go to the lower key and the lower worker.  Returns the new ``(keys, owners)``."""
+        load = np.zeros(self.n_workers, np.int64)
+        fresh = []
+        for key, work in key_work.items():
+            j = int(np.searchsorted(self.keys, np.uint64(key)))
+            if j < self.keys.size and int(self.keys[j]) == int(key):
+                load[self.owners[j]] += work
+            else:
+                fresh.append(int(key))
+        fresh.sort(key=lambda k: (-key_work[k], k))
+        chosen = []
+        for key in fresh:
+            w = int(np.argmin(load))
+            load[w] += key_work[key]
+            chosen.append(w)
+        new = np.array(fresh, np.uint64), np.array(chosen, np.int64)
+        self.extend(*new)
+        return new
+
+    def extend(self, keys: np.ndarray, owners: np.ndarray) -> None:
+        """Add keys not assigned yet with their owners."""
+        if not len(keys):
+            return
+        keys = np.concatenate([self.keys, np.asarray(keys, np.uint64)])
+        owners = np.concatenate([self.owners, np.asarray(owners, np.int64)])
+        order = np.argsort(keys, kind="stable")
+        self.keys, self.owners = keys[order], owners[order]
+        if np.any(self.keys[1:] == self.keys[:-1]):
+            raise ValueError("a material key was assigned twice")
+
+    def to_json(self) -> dict:
+        return {"n_workers": self.n_workers, "low": self.low, "keys": [str(int(k)) for k in self.keys],
+                "owners": [int(o) for o in self.owners]}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: dict) -> Assignment:
+        return cls(data["n_workers"], data["low"], [int(k) for k in data["keys"]], data["owners"])
