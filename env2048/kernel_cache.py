@@ -7,9 +7,11 @@ kernel is still right is the code, not where it lies.  ``PackageCacheLocator`` k
     $SOLVED2048_NUMBA_CACHE (default ``$XDG_CACHE_HOME/solved2048/numba`` or ``~/.cache/solved2048/numba``)
         / py<major><minor>-numba<version> / <sha256 of all the project's kernel modules, 16 hex> / <module>
 
-The digest covers every module of the project that uses numba, not just the kernel's own file: numba checks only
-a kernel's own source file before it loads a cached kernel, so a kernel whose callee (inlined from another module)
-changed would otherwise be loaded stale.  Two versions of the project used side by side never share a cache file.
+The digest covers every module of the project that defines kernels (and ``env2048/shape.py``, whose constants the
+kernels read), not just the kernel's own file: numba checks only a kernel's own source file before it loads a
+cached kernel, so a kernel whose callee (inlined from another module) changed would otherwise be loaded stale.
+Editing a module without kernels recompiles nothing; a new global constant that kernels read from such a module
+belongs in ``KERNEL_CONSTANTS``.  Two versions of the project used side by side never share a cache file.
 Directories of other versions unused for ``STALE_DAYS`` are removed when a new one is made.  A user's own
 ``NUMBA_CACHE_DIR`` still wins, and functions outside the project's packages are cached as numba caches them.
 
@@ -34,6 +36,8 @@ from numba.core import caching
 PACKAGES = frozenset({"env2048", "solver", "oracle", "agents", "experiments"})
 
 
+#: Modules without kernels whose constants kernels read (frozen into the compiled code): part of the digest.
+KERNEL_CONSTANTS = frozenset({"env2048/shape.py"})
 #: Cache directories of other versions of the project unused for this many days are removed.
 STALE_DAYS = 30
 
@@ -55,14 +59,14 @@ def cache_root() -> Path:
 @functools.cache
 def kernels_digest() -> str:
     """sha256 (16 hex) over the paths, relative to the installation, and contents of the project's modules that
-    use numba."""
+    define kernels (``njit(``) and of ``KERNEL_CONSTANTS``."""
     site = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
     for package in sorted(PACKAGES):
         for path in sorted((site / package).rglob("*.py")):
-            source = path.read_bytes()
-            if b"numba" in source:
-                digest.update(path.relative_to(site).as_posix().encode() + b"\0" + source + b"\0")
+            source, relative = path.read_bytes(), path.relative_to(site).as_posix()
+            if b"njit(" in source or relative in KERNEL_CONSTANTS:
+                digest.update(relative.encode() + b"\0" + source + b"\0")
     return digest.hexdigest()[:16]
 
 

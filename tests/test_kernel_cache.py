@@ -50,6 +50,8 @@ def test_a_second_install_loads_the_kernels_the_first_compiled(tmp_path):
 
 
 def test_a_changed_kernel_module_gets_its_own_cache_directory(tmp_path):
+    """A module with kernels changed: another directory (its callers elsewhere are compiled again too).  A module
+    without kernels changed: the same directory, nothing compiled."""
     cache = tmp_path / "cache"
     first = _probe(_copy_of_env2048(tmp_path / "a"), SOLVED2048_NUMBA_CACHE=str(cache))
     changed = _copy_of_env2048(tmp_path / "b")
@@ -57,6 +59,11 @@ def test_a_changed_kernel_module_gets_its_own_cache_directory(tmp_path):
         f.write("\n# a different version of the module\n")
     second = _probe(changed, SOLVED2048_NUMBA_CACHE=str(cache))
     assert first["path"] != second["path"] and (second["hits"], second["misses"]) == (0, 1)
+    plain = _copy_of_env2048(tmp_path / "c")
+    with open(plain / "env2048" / "env.py", "a") as f:
+        f.write("\n# no kernel here\n")
+    third = _probe(plain, SOLVED2048_NUMBA_CACHE=str(cache))
+    assert third["path"] == first["path"] and (third["hits"], third["misses"]) == (1, 0)
 
 
 def test_numba_cache_dir_still_wins(tmp_path):

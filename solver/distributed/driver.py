@@ -28,39 +28,71 @@ from .material import Assignment, material_keys
 DEFAULT_LOW = 3
 
 
-class MaterialBuild:
-    """One build over ``workers`` (:class:`ColumnWorker`, all sharing ``assignment``'s first state)."""
+class LocalWorkers:
+    """The workers of a build in this process; each step runs on every worker in turn and returns their results.
+    The Ray group (:class:`solver.distributed.ray_actors.RayWorkers`) has the same steps."""
 
-    def __init__(self, spec: SolveSpec, n_workers: int, low: int, progress: bool = True):
-        self.spec, self.progress = spec, progress
+    def __init__(self, spec: SolveSpec, assignment: Assignment, n_workers: int):
+        self.workers = [ColumnWorker(spec, w, assignment.copy()) for w in range(n_workers)]
+
+    def seed(self, starts: list[np.ndarray]) -> list[int | None]:
+        return [w.seed(s) for w, s in zip(self.workers, starts, strict=True)]
+
+    def expand(self, age: int) -> list[dict]:
+        return [w.expand(age) for w in self.workers]
+
+    def exchange_crossing(self, age: int, new_keys: np.ndarray, new_owners: np.ndarray) -> int:
+        """Each worker sends its crossing afterstates of ``age`` to their owners; returns how many were sent."""
+        sent = 0
+        for w in self.workers:
+            for owner, ids in w.send_crossing(age, new_keys, new_owners).items():
+                self.workers[owner].receive_crossing(age, w.index, ids)
+                sent += ids.size
+        return sent
+
+    def spawn(self, age: int) -> list[dict]:
+        return [w.spawn(age) for w in self.workers]
+
+    def exchange_values(self, age: int) -> None:
+        """Each worker values its afterstates of ``age`` and sends the crossing ones' values back."""
+        for w in self.workers:
+            for source, values in w.value_afterstates(age).items():
+                self.workers[source].receive_values(age, w.index, values)
+
+    def value_states(self, age: int) -> list[tuple]:
+        return [w.value_states(age) for w in self.workers]
+
+
+class MaterialBuild:
+    """Drives one build over a group of workers (:class:`LocalWorkers`, or ``make_workers(spec, assignment, n)``
+    for another kind); see the module docstring."""
+
+    def __init__(self, spec: SolveSpec, n_workers: int, low: int, progress: bool = True, make_workers=LocalWorkers):
+        self.spec, self.progress, self.n_workers = spec, progress, n_workers
         self.assignment = Assignment(n_workers, low)
         self.start_ids, self.start_probs = canonical_starts(spec)
         keys, counts = np.unique(material_keys(self.start_ids, spec.cells, low), return_counts=True)
         self.assignment.assign(dict(zip((int(k) for k in keys), (int(c) for c in counts), strict=True)))
-        self.workers = [ColumnWorker(spec, w, Assignment.from_json(self.assignment.to_json()))
-                        for w in range(n_workers)]  # fmt: skip
+        self.workers = make_workers(spec, self.assignment.copy(), n_workers)
         self.counts: dict[int, AgeCount] = {}
         self.crossing = 0  # crossing afterstates exchanged (IDs forward, values backward)
 
     def forward(self) -> None:
         owners = self.assignment.owners_of(self.start_ids, self.spec.cells)
-        upcoming = {w.seed(np.sort(self.start_ids[owners == w.index])) for w in self.workers} - {None}
-        bar = tqdm(desc=f"forward {self.spec.board} ({len(self.workers)} workers)", unit=" ages",
+        starts = [np.sort(self.start_ids[owners == w]) for w in range(self.n_workers)]
+        upcoming = set(self.workers.seed(starts)) - {None}
+        bar = tqdm(desc=f"forward {self.spec.board} ({self.n_workers} workers)", unit=" ages",
                    disable=not self.progress)  # fmt: skip
         try:
             while upcoming:
                 age = min(upcoming)
-                expanded = [w.expand(age) for w in self.workers]
+                expanded = self.workers.expand(age)
                 key_work: dict[int, int] = {}
                 for e in expanded:
                     for key, n in e["key_work"].items():
                         key_work[key] = key_work.get(key, 0) + n
-                new = self.assignment.assign(key_work)
-                for w in self.workers:
-                    for owner, ids in w.send_crossing(age, *new).items():
-                        self.workers[owner].receive_crossing(age, w.index, ids)
-                        self.crossing += ids.size
-                spawned = [w.spawn(age) for w in self.workers]
+                self.crossing += self.workers.exchange_crossing(age, *self.assignment.assign(key_work))
+                spawned = self.workers.spawn(age)
                 upcoming = {s["next_age"] for s in spawned} - {None}
                 self.counts[age] = AgeCount(age, sum(e["states"] for e in expanded),
                                             sum(s["afterstates"] for s in spawned),
@@ -70,15 +102,13 @@ class MaterialBuild:
             bar.close()
 
     def backward(self, table: TableWriterV2) -> None:
-        bar = tqdm(total=len(self.counts), desc=f"backward {self.spec.board} ({len(self.workers)} workers)",
+        bar = tqdm(total=len(self.counts), desc=f"backward {self.spec.board} ({self.n_workers} workers)",
                    unit=" ages", disable=not self.progress)  # fmt: skip
         value_code = codec.value_code_for(self.spec.objective)
         try:
             for age in sorted(self.counts, reverse=True):
-                for w in self.workers:
-                    for source, values in w.value_afterstates(age).items():
-                        self.workers[source].receive_values(age, w.index, values)
-                parts = [w.value_states(age) for w in self.workers]
+                self.workers.exchange_values(age)
+                parts = self.workers.value_states(age)
                 ids, values = merge_shards([p[0] for p in parts], [p[1] for p in parts])
                 states, state_values = merge_shards([p[2] for p in parts], [p[3] for p in parts])
                 upper, lower, low_bits = encode_boards(age, ids, self.spec)
@@ -96,10 +126,12 @@ def build_by_material(
     low: int = DEFAULT_LOW,
     layout: str = "directory",
     progress: bool = True,
+    make_workers=LocalWorkers,
 ) -> BuildReport:
-    """Solve ``spec`` into the v2 table ``out`` with ``n_workers`` workers in this process, columns keyed by the
-    multiset of tiles >= ``2**low``.  The table is bit for bit the local build's."""
-    run = MaterialBuild(spec, n_workers, low, progress)
+    """Solve ``spec`` into the v2 table ``out`` with ``n_workers`` workers (in this process by default; see
+    :class:`MaterialBuild`), columns keyed by the multiset of tiles >= ``2**low``.  The table is bit for bit the
+    local build's."""
+    run = MaterialBuild(spec, n_workers, low, progress, make_workers)
     t0 = time.perf_counter()
     run.forward()
     t1 = time.perf_counter()

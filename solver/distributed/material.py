@@ -97,6 +97,9 @@ class Assignment:
         if np.any(self.keys[1:] == self.keys[:-1]):
             raise ValueError("a material key was assigned twice")
 
+    def copy(self) -> Assignment:
+        return Assignment(self.n_workers, self.low, self.keys.copy(), self.owners.copy())
+
     def to_json(self) -> dict:
         return {"n_workers": self.n_workers, "low": self.low, "keys": [str(int(k)) for k in self.keys],
                 "owners": [int(o) for o in self.owners]}  # fmt: skip
