@@ -112,3 +112,23 @@ def test_a_pattern_builds_on_ray_like_the_local_build(ray_local, tmp_path):
     build(spec, tmp_path / "local", progress=False, layout="directory")
     build_sharded(RayEngine(), spec, tmp_path / "ray", 2, progress=False, shard_min=0)
     assert checksums(tmp_path / "ray") == checksums(tmp_path / "local")
+
+
+def test_material_actors_build_the_golden_table(ray_local, tmp_path):
+    """The build partitioned by material (solver.distributed) with two Ray actors that send each other their
+    crossing afterstates: the golden table."""
+    from solver.distributed.driver import build_by_material
+    from solver.distributed.ray_actors import RayWorkers
+
+    groups = []
+
+    def actors(spec, assignment, n):
+        groups.append(RayWorkers(spec, assignment, n))
+        return groups[-1]
+
+    try:
+        build_by_material(SPECS["2x3"], tmp_path / "t", 2, 3, progress=False, make_workers=actors)
+    finally:
+        for group in groups:
+            group.close()
+    assert checksums(tmp_path / "t") == golden_checksums("2x3")

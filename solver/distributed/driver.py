@@ -41,25 +41,28 @@ class LocalWorkers:
     def expand(self, age: int) -> list[dict]:
         return [w.expand(age) for w in self.workers]
 
-    def exchange_crossing(self, age: int, new_keys: np.ndarray, new_owners: np.ndarray) -> int:
-        """Each worker sends its crossing afterstates of ``age`` to their owners; returns how many were sent."""
+    def exchange_and_spawn(self, age: int, new_keys: np.ndarray, new_owners: np.ndarray, sources) -> tuple:
+        """Each worker sends its crossing afterstates of ``age`` to their owners (``sources[w]``: the workers that
+        send to worker w), then spawns its afterstates -> ``(crossing afterstates sent, [spawn result...])``."""
         sent = 0
         for w in self.workers:
             for owner, ids in w.send_crossing(age, new_keys, new_owners).items():
                 self.workers[owner].receive_crossing(age, w.index, ids)
                 sent += ids.size
-        return sent
+        for w in self.workers:
+            if set(w.received.get(age, {})) != set(sources[w.index]):
+                raise RuntimeError(
+                    f"age {age}: worker {w.index} expected crossing afterstates from "
+                    f"{sorted(sources[w.index])}, got them from {sorted(w.received.get(age, {}))}"
+                )
+        return sent, [w.spawn(age) for w in self.workers]
 
-    def spawn(self, age: int) -> list[dict]:
-        return [w.spawn(age) for w in self.workers]
-
-    def exchange_values(self, age: int) -> None:
-        """Each worker values its afterstates of ``age`` and sends the crossing ones' values back."""
+    def settle(self, age: int) -> list[tuple]:
+        """Each worker values its afterstates of ``age``, sends the crossing ones' values back, and values its
+        states -> per worker ``(afterstates, their values, states, state values)``."""
         for w in self.workers:
             for source, values in w.value_afterstates(age).items():
                 self.workers[source].receive_values(age, w.index, values)
-
-    def value_states(self, age: int) -> list[tuple]:
         return [w.value_states(age) for w in self.workers]
 
 
@@ -91,8 +94,9 @@ class MaterialBuild:
                 for e in expanded:
                     for key, n in e["key_work"].items():
                         key_work[key] = key_work.get(key, 0) + n
-                self.crossing += self.workers.exchange_crossing(age, *self.assignment.assign(key_work))
-                spawned = self.workers.spawn(age)
+                new = self.assignment.assign(key_work)
+                sent, spawned = self.workers.exchange_and_spawn(age, *new, self.senders(expanded))
+                self.crossing += sent
                 upcoming = {s["next_age"] for s in spawned} - {None}
                 self.counts[age] = AgeCount(age, sum(e["states"] for e in expanded),
                                             sum(s["afterstates"] for s in spawned),
@@ -101,14 +105,24 @@ class MaterialBuild:
         finally:
             bar.close()
 
+    def senders(self, expanded: list[dict]) -> list[list[int]]:
+        """For each worker, the workers whose expanded afterstates (``expanded[w]["key_work"]``) include some of its
+        keys: those that send it crossing afterstates."""
+        out: list[set[int]] = [set() for _ in range(self.n_workers)]
+        for w, e in enumerate(expanded):
+            keys = np.array(sorted(e["key_work"]), np.uint64)
+            owners = self.assignment.owners[np.searchsorted(self.assignment.keys, keys)] if keys.size else []
+            for owner in set(int(o) for o in owners) - {w}:
+                out[owner].add(w)
+        return [sorted(s) for s in out]
+
     def backward(self, table: TableWriterV2) -> None:
         bar = tqdm(total=len(self.counts), desc=f"backward {self.spec.board} ({self.n_workers} workers)",
                    unit=" ages", disable=not self.progress)  # fmt: skip
         value_code = codec.value_code_for(self.spec.objective)
         try:
             for age in sorted(self.counts, reverse=True):
-                self.workers.exchange_values(age)
-                parts = self.workers.value_states(age)
+                parts = self.workers.settle(age)
                 ids, values = merge_shards([p[0] for p in parts], [p[1] for p in parts])
                 states, state_values = merge_shards([p[2] for p in parts], [p[3] for p in parts])
                 upper, lower, low_bits = encode_boards(age, ids, self.spec)
