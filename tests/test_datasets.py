@@ -26,7 +26,12 @@ REGISTRY = Path(__file__).resolve().parents[1] / "docs" / "reference" / "suite-v
 @pytest.fixture(scope="module")
 def greedy_dataset(tmp_path_factory):
     root = tmp_path_factory.mktemp("datasets")
-    make_dataset("2x4", "greedy", 4, root, progress=False)
+    here = os.getcwd()
+    os.chdir(root.parent)  # a relative --out, as `make datasets` gives
+    try:
+        make_dataset("2x4", "greedy", 4, root.name, progress=False)
+    finally:
+        os.chdir(here)
     return root
 
 

@@ -104,7 +104,7 @@ def make_dataset(task_name: str, policy: str | None, episodes: int, out, name: s
         raise DatasetError(f"--episodes must be a whole number >= 1, got {episodes!r}")
     label = policy or trainer
     ident = dataset_id(task, name or default_name(policy or trainer.partition(":")[2]))
-    out = Path(out)
+    out = Path(out).resolve()  # Minari joins its own paths onto MINARI_DATASETS_PATH: a relative one would double
     final = out / ident
     if final.exists() and not overwrite:
         raise DatasetError(f"{final} already holds dataset {ident}: pass --overwrite to replace it, or --name")
