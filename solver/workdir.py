@@ -103,6 +103,7 @@ class WorkDir:
             os.replace(tmp, manifest)
         self._forward: list[AgeCount] = []
         self._forward_shards: dict[int, list[int]] = {}
+        self._forward_extra: dict[int, dict] = {}
         self._forward_complete = False
         self._backward: dict[int, dict] = {}
         self._read_journal()
@@ -126,6 +127,8 @@ class WorkDir:
                 self._forward.append(AgeCount(**entry["forward"]))
                 if "shards" in entry:
                     self._forward_shards[self._forward[-1].age] = entry["shards"]
+                if "extra" in entry:
+                    self._forward_extra[self._forward[-1].age] = entry["extra"]
             elif "backward" in entry:
                 self._backward[int(entry["backward"])] = entry.get("code", {})
             elif entry.get("forward_complete"):
@@ -164,11 +167,19 @@ class WorkDir:
         sharded build."""
         return {kind: list(sizes) for kind, sizes in self._forward_shards[int(age)].items()}
 
-    def record_forward(self, count: AgeCount, shard_sizes: dict[str, list[int]] | None = None) -> None:
+    def forward_extra(self, age: int) -> dict:
+        """What a build journalled with a forward age besides its counts (``record_forward``'s ``extra``)."""
+        return dict(self._forward_extra.get(int(age), {}))
+
+    def record_forward(self, count: AgeCount, shard_sizes: dict[str, list[int]] | None = None,
+                       extra: dict | None = None) -> None:  # fmt: skip
         entry = {"forward": asdict(count)}
         if shard_sizes is not None:
             entry["shards"] = {kind: [int(n) for n in sizes] for kind, sizes in shard_sizes.items()}
             self._forward_shards[count.age] = entry["shards"]
+        if extra is not None:
+            entry["extra"] = extra
+            self._forward_extra[count.age] = extra
         self._append(entry)
         self._forward.append(count)
 

@@ -8,11 +8,13 @@ import pytest
 from golden_tables import checksums_of, golden, spec_of
 
 from solver.build import build
+from solver.common import SOLVER_VERSION
 from solver.distributed.column import ColumnWorker, CrossingMismatch
-from solver.distributed.driver import MaterialBuild, build_by_material
+from solver.distributed.driver import LocalWorkers, build_by_material
 from solver.distributed.material import UNASSIGNED, Assignment, material_keys
 from solver.spec import SolveSpec
 from solver.store import Table
+from solver.workdir import WorkDir, WorkDirMismatch
 
 
 def test_new_keys_go_to_the_least_loaded_worker_largest_first_and_never_move():
@@ -32,49 +34,95 @@ def test_new_keys_go_to_the_least_loaded_worker_largest_first_and_never_move():
         Assignment(0, 3)
 
 
+#: (board, objective, spawn model) -> (workers, threshold exponent): each spec with another cut.
+CUTS = {("2x3", "score", "random"): (3, 3), ("2x3", "tile:6", "adversarial"): (2, 4),
+        ("3x2", "score", "optimistic"): (1, 3)}  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def local_tables(tmp_path_factory):
     root = tmp_path_factory.mktemp("local")
     out = {}
-    for board, objective, spawn in [("2x3", "score", "random"), ("2x3", "tile:6", "adversarial"),
-                                    ("3x2", "score", "optimistic")]:  # fmt: skip
+    for board, objective, spawn in CUTS:
         spec = SolveSpec.parse(board, objective, 0.1, spawn)
         build(spec, root / f"{board}-{objective.replace(':', '')}-{spawn}", progress=False, layout="directory")
         out[spec] = root / f"{board}-{objective.replace(':', '')}-{spawn}"
     return out
 
 
-@pytest.mark.parametrize("n_workers, low", [(1, 3), (3, 3), (2, 4)])
-def test_tables_are_identical_to_the_local_build(local_tables, tmp_path, n_workers, low):
-    for spec, reference in local_tables.items():
-        out = tmp_path / f"{spec.board}-{spec.spawn}-{spec.objective.replace(':', '')}"
-        report = build_by_material(spec, out, n_workers, low, progress=False)
-        assert checksums_of(out) == checksums_of(reference), spec
-        assert report.attrs["states"] > 0
+@pytest.mark.parametrize("game", list(CUTS))
+def test_tables_are_identical_to_the_local_build(local_tables, tmp_path, game):
+    spec = SolveSpec.parse(*game[:2], 0.1, game[2])
+    report = build_by_material(spec, tmp_path / "t", *CUTS[game], progress=False)
+    assert checksums_of(tmp_path / "t") == checksums_of(local_tables[spec])
+    assert report.attrs["states"] > 0 and not (tmp_path / "t.work").exists()
 
 
 def test_many_columns_and_crossing_moves_give_the_golden_table(tmp_path):
     """2x4 up to 64, four workers, columns by the tiles >= 8: most ages have several columns on several workers,
     and many moves cross between them."""
     spec = spec_of("2x4-tile6")
-    run = MaterialBuild(spec, 4, 3, progress=False)
-    run.forward()
-    assert run.crossing > 1000 and len(set(run.assignment.owners.tolist())) == 4
-    out = build_by_material(spec, tmp_path / "t", 4, 3, progress=False).out
+    out = build_by_material(spec, tmp_path / "t", 4, 3, progress=False, keep_work=True).out
     assert checksums_of(out) == golden("2x4-tile6")
+    work = WorkDir(tmp_path / "t.work", spec, SOLVER_VERSION, layout={"backend": "material", "workers": 4, "low": 3})
+    crossing = sum(work.forward_extra(c.age)["crossing"] for c in work.forward_counts)
+    owners = {int(o) for c in work.forward_counts for o in work.forward_extra(c.age)["owners"]}
+    assert crossing > 1000 and owners == {0, 1, 2, 3}
     with Table(out) as t:
-        assert t.attrs["states"] == sum(c.states for c in run.counts.values())
+        assert t.attrs["states"] == sum(c.states for c in work.forward_counts)
 
 
-def test_a_worker_refuses_boards_it_does_not_own():
+def test_a_worker_refuses_boards_it_does_not_own(tmp_path):
     spec = SolveSpec.parse("2x3", "score")
     a = Assignment(2, 3)
     a.assign({0: 1})  # the empty multiset (every start state) -> worker 0
     starts = np.array([0x11], np.uint64)
     assert material_keys(starts, spec.cells, 3).tolist() == [0]
     with pytest.raises(CrossingMismatch, match="another worker owns"):
-        ColumnWorker(spec, 1, a).seed(starts)
-    worker = ColumnWorker(spec, 0, a)
-    worker.sent[4] = {1: np.array([1, 2], np.uint64)}
-    with pytest.raises(CrossingMismatch, match="1 values from worker 1 for the 2"):
-        worker.receive_values(4, 1, np.zeros(1))
+        ColumnWorker(spec, 1, a, tmp_path).seed(starts)
+
+
+class Interrupted(Exception):
+    pass
+
+
+def interrupting_after(steps: int):
+    """A LocalWorkers group whose ``steps``-th forward or backward step (exchange_and_spawn, settle) raises."""
+
+    class Interrupting(LocalWorkers):
+        calls = 0
+
+        def _tick(self):
+            Interrupting.calls += 1
+            if Interrupting.calls == steps:
+                raise Interrupted
+
+        def exchange_and_spawn(self, *args):
+            self._tick()
+            return super().exchange_and_spawn(*args)
+
+        def settle(self, age):
+            self._tick()
+            return super().settle(age)
+
+    return Interrupting
+
+
+@pytest.mark.parametrize("steps", [40, 200])  # 2x3 has 125 ages: a stop in the forward pass, one in the backward
+def test_an_interrupted_build_resumes_to_the_same_table(local_tables, tmp_path, steps):
+    spec = SolveSpec.parse("2x3", "score", 0.1, "random")
+    out, work = tmp_path / "t", tmp_path / "t.work"
+    with pytest.raises(Interrupted):
+        build_by_material(spec, out, 3, 3, work_dir=work, progress=False, make_workers=interrupting_after(steps))
+    assert (work / "journal.jsonl").exists()
+    build_by_material(spec, out, 3, 3, work_dir=work, progress=False)
+    assert checksums_of(out) == checksums_of(local_tables[spec])
+
+
+def test_a_work_directory_is_resumed_only_with_the_same_workers_and_threshold(tmp_path):
+    spec = SolveSpec.parse("2x3", "score")
+    with pytest.raises(Interrupted):
+        build_by_material(spec, tmp_path / "t", 2, 3, progress=False, make_workers=interrupting_after(30))
+    for workers, low in ((3, 3), (2, 4)):
+        with pytest.raises(WorkDirMismatch, match="resume it the same way"):
+            build_by_material(spec, tmp_path / "t", workers, low, progress=False)

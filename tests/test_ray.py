@@ -122,8 +122,8 @@ def test_material_actors_build_the_golden_table(ray_local, tmp_path):
 
     groups = []
 
-    def actors(spec, assignment, n):
-        groups.append(RayWorkers(spec, assignment, n))
+    def actors(spec, assignment, n, work):
+        groups.append(RayWorkers(spec, assignment, n, work))
         return groups[-1]
 
     try:

@@ -7,28 +7,44 @@ forward, increasing ages::
     expand(age)            -> {"states", "terminal", "key_work": {key: afterstates made}}
     send_crossing(age, new keys, their owners) -> {owner: crossing afterstates (sorted uint64)}
     receive_crossing(age, source, ids)          (from every other worker's send_crossing)
-    spawn(age)             -> {"afterstates", "next_age"}
+    spawn(age)             -> {"afterstates", "next_age"}; the age's layers are saved
 
 backward, decreasing ages::
 
     value_afterstates(age) -> {source: values (float64) of the crossing afterstates it sent, in its order}
     receive_values(age, owner, values)          (from every other worker's value_afterstates)
-    value_states(age)      -> (afterstates, their values, states, state values) of this worker
+    value_states(age)      -> {"states", "afterstates"}; the values are saved
+    write(age, out)        -> the age's table file from every worker's part (one worker per age)
 
 Every array a worker holds is its own: states of its keys, the afterstates of its keys, and per other worker the
-crossing afterstates sent to or received from it (the IDs, kept from the forward pass so that the backward pass
-exchanges values only).
+crossing afterstates sent to it or received from it (the IDs, kept from the forward pass so that the backward pass
+exchanges values only).  The layers live in the shared work directory, so that a worker that is replaced, or a
+build that is resumed, reads them back::
+
+    forward/{age:06d}.w{worker:04d}.states.npy        sorted uint64: the worker's states of the age
+    forward/{age:06d}.w{worker:04d}.afterstates.npy   sorted uint64: its afterstates (own and received)
+    forward/{age:06d}.w{worker:04d}.sent.npy          uint64: crossing afterstates sent, by owner, each sorted
+    forward/{age:06d}.w{worker:04d}.sent_counts.npy   int64[workers]: how many went to each owner
+    forward/{age:06d}.w{worker:04d}.received.npy      the same for those received, by source
+    forward/{age:06d}.w{worker:04d}.received_counts.npy
+    backward/{age:06d}.w{worker:04d}.state_values.npy float64, beside the states
+    backward/{age:06d}.w{worker:04d}.values.npy       float64, beside the afterstates
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
+from .. import codec
 from ..backward import solve_states
 from ..forward import Pending, expand, merge_unique
 from ..shards import lookup_sorted, merge_shards, values_from_children
 from ..spec import SolveSpec
+from ..table_v2 import CodedLayer, encode_boards, write_age_file
 from ..value_index import ValueIndex, build_value_index, empty_value_index
+from ..workdir import AgeCount, load_array, save_array, work_file
 from .material import Assignment, material_keys
 
 EMPTY_IDS = np.empty(0, np.uint64)
@@ -38,23 +54,45 @@ class CrossingMismatch(RuntimeError):
     """A worker was asked for, or sent, crossing afterstates it does not hold."""
 
 
+def part_file(work, stage: str, age: int, worker: int, name: str) -> Path:
+    return work_file(Path(work), stage, age, f"w{worker:04d}.{name}")
+
+
+def _by_worker(ids: dict[int, np.ndarray], n_workers: int) -> tuple[np.ndarray, np.ndarray]:
+    counts = np.array([ids[w].size if w in ids else 0 for w in range(n_workers)], np.int64)
+    joined = np.concatenate([ids[w] for w in range(n_workers) if w in ids]) if ids else EMPTY_IDS
+    return joined.astype(np.uint64, copy=False), counts
+
+
+def _split_by_worker(joined: np.ndarray, counts: np.ndarray) -> dict[int, np.ndarray]:
+    ends = np.cumsum(counts)
+    return {w: joined[ends[w] - counts[w] : ends[w]] for w in range(counts.size) if counts[w]}
+
+
 class ColumnWorker:
     """The boards of the material keys that ``index`` owns in ``assignment`` (a copy: the driver sends each new
-    key's owner with :meth:`send_crossing`)."""
+    key's owner with :meth:`send_crossing`), kept in the work directory ``work``."""
 
-    def __init__(self, spec: SolveSpec, index: int, assignment: Assignment):
+    def __init__(self, spec: SolveSpec, index: int, assignment: Assignment, work):
         self.spec, self.index, self.assignment = spec, int(index), assignment
+        self.n_workers, self.work = assignment.n_workers, str(work)
         self.pending = Pending()
-        self.states: dict[int, np.ndarray] = {}
-        self.afterstates: dict[int, np.ndarray] = {}
-        self.sent: dict[int, dict[int, np.ndarray]] = {}
-        self.received: dict[int, dict[int, np.ndarray]] = {}
+        self._states: dict[int, np.ndarray] = {}
         self._expanded: dict[int, np.ndarray] = {}
         self._own: dict[int, np.ndarray] = {}
-        self.state_values: dict[int, np.ndarray] = {}
-        self.afterstate_values: dict[int, np.ndarray] = {}
+        self.sent: dict[int, dict[int, np.ndarray]] = {}
+        self.received: dict[int, dict[int, np.ndarray]] = {}
+        self._afterstates: dict[int, np.ndarray] = {}
+        self._afterstate_values: dict[int, np.ndarray] = {}
         self.values_in: dict[int, dict[int, np.ndarray]] = {}
         self._window: dict[int, ValueIndex] = {}
+        self.ages: set[int] = set()
+
+    def _save(self, stage: str, age: int, name: str, array: np.ndarray) -> None:
+        save_array(part_file(self.work, stage, age, self.index, name), array)
+
+    def _load(self, stage: str, age: int, name: str, worker: int | None = None) -> np.ndarray:
+        return load_array(part_file(self.work, stage, age, self.index if worker is None else worker, name))
 
     def seed(self, starts: np.ndarray) -> int | None:
         """Take this worker's canonical start states (``uint64``, any ages); returns its first age."""
@@ -62,6 +100,17 @@ class ColumnWorker:
         if np.any(owners != self.index):
             raise CrossingMismatch(f"worker {self.index} was given start states another worker owns")
         self.pending.add_by_age(starts, self.spec)
+        return self.next_age()
+
+    def resume_forward(self, starts: np.ndarray, finished: list[int], new_keys, new_owners) -> int | None:
+        """Continue a forward pass whose ages ``finished`` are journalled (``new_keys``/``new_owners``: the keys
+        they assigned): the start states of later ages, and the children of the last two finished ages."""
+        self.assignment.extend(new_keys, new_owners)
+        last = max(finished)
+        owners = self.assignment.owners_of(starts, self.spec.cells)
+        self.pending.add_by_age(starts[owners == self.index], self.spec, after=last)
+        for age in (a for a in finished if a >= last - 2):
+            self.pending.add_children(age, self._load("forward", age, "afterstates"), self.spec, after=last)
         return self.next_age()
 
     def next_age(self) -> int | None:
@@ -72,7 +121,7 @@ class ColumnWorker:
         """Expand this worker's states of ``age`` (none if it has no pending runs of that age)."""
         states = merge_unique(self.pending.runs.pop(age, []))
         afterstates, terminal = expand(states, self.spec)
-        self.states[age], self._expanded[age] = states, afterstates
+        self._states[age], self._expanded[age] = states, afterstates
         keys, counts = np.unique(material_keys(afterstates, self.spec.cells, self.assignment.low), return_counts=True)
         return {"states": int(states.size), "terminal": int(terminal),
                 "key_work": dict(zip((int(k) for k in keys), (int(c) for c in counts), strict=True))}  # fmt: skip
@@ -94,28 +143,44 @@ class ColumnWorker:
         self.received.setdefault(age, {})[int(source)] = ids
 
     def spawn(self, age: int) -> dict:
-        """This worker's afterstates of ``age`` (its own and those received), and their children pending."""
-        afterstates = merge_unique([self._own.pop(age), *self.received.get(age, {}).values()])
-        self.afterstates[age] = afterstates
+        """This worker's afterstates of ``age`` (its own and those received) saved with its states and crossing
+        afterstates, and their children pending."""
+        received = self.received.pop(age, {})
+        afterstates = merge_unique([self._own.pop(age), *received.values()])
+        self._save("forward", age, "states", self._states.pop(age))
+        self._save("forward", age, "afterstates", afterstates)
+        for name, pieces in (("sent", self.sent.pop(age, {})), ("received", received)):
+            joined, counts = _by_worker(pieces, self.n_workers)
+            self._save("forward", age, name, joined)
+            self._save("forward", age, f"{name}_counts", counts)
         self.pending.add_children(age, afterstates, self.spec)
         return {"afterstates": int(afterstates.size), "next_age": self.next_age()}
 
     # -- backward -----------------------------------------------------------------------------------------------
+    def _crossing(self, age: int, name: str) -> dict[int, np.ndarray]:
+        return _split_by_worker(self._load("forward", age, name), self._load("forward", age, f"{name}_counts"))
+
+    def begin_backward(self, ages) -> None:
+        """The ages of the game (the forward pass's), before the first backward step."""
+        self.ages = {int(a) for a in ages}
+
     def _index(self, age: int) -> ValueIndex:
-        if age not in self.state_values:
+        """The value index of this worker's states of a solved ``age`` (empty past the last age)."""
+        if age not in self.ages:
             return empty_value_index()
         if age not in self._window:
-            self._window[age] = build_value_index(self.states[age], self.state_values[age])
+            states = self._load("forward", age, "states")
+            self._window[age] = build_value_index(states, self._load("backward", age, "state_values"))
         return self._window[age]
 
     def value_afterstates(self, age: int) -> dict[int, np.ndarray]:
         """Values of this worker's afterstates of ``age`` from its states of ages + 2 and + 4; returns, for each
         worker that sent crossing afterstates here, their values in the order it sent them."""
-        afterstates = self.afterstates.get(age, EMPTY_IDS)
+        afterstates = self._load("forward", age, "afterstates")
         values = values_from_children(self.spec, afterstates, self._index(age + 2), self._index(age + 4))
-        self.afterstate_values[age] = values
+        self._afterstates[age], self._afterstate_values[age] = afterstates, values
         out = {}
-        for source, ids in self.received.pop(age, {}).items():
+        for source, ids in self._crossing(age, "received").items():
             found, missing = lookup_sorted(afterstates, values, ids)
             if missing >= 0:
                 raise CrossingMismatch(f"age {age}: worker {source} sent afterstate {int(ids[missing]):#x}, which "
@@ -123,27 +188,47 @@ class ColumnWorker:
             out[source] = found
         return out
 
+    def expected_values(self, age: int) -> list[int]:
+        """The workers that owe this one the values of crossing afterstates of ``age``."""
+        return sorted(self._crossing(age, "sent"))
+
     def receive_values(self, age: int, owner: int, values: np.ndarray) -> None:
-        sent = self.sent.get(age, {}).get(int(owner), EMPTY_IDS)
-        if values.shape != sent.shape:
-            raise CrossingMismatch(f"age {age}: {values.size} values from worker {owner} for the {sent.size} "
-                                   "crossing afterstates sent to it")  # fmt: skip
         self.values_in.setdefault(age, {})[int(owner)] = values
 
-    def value_states(self, age: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def value_states(self, age: int) -> dict:
         """Values of this worker's states of ``age`` from its afterstates' values and the crossing values
-        received; returns ``(afterstates, afterstate values, states, state values)`` of the age and forgets what
-        no lower age needs."""
-        sent, values_in = self.sent.pop(age, {}), self.values_in.pop(age, {})
+        received, saved with the afterstates' values."""
+        sent, values_in = self._crossing(age, "sent"), self.values_in.pop(age, {})
         if set(sent) != set(values_in):
             raise CrossingMismatch(f"age {age}: values for the crossing afterstates sent to {sorted(set(sent))} "
                                    f"came from {sorted(set(values_in))}")  # fmt: skip
-        afterstates, values = self.afterstates.pop(age, EMPTY_IDS), self.afterstate_values.pop(age)
+        for owner, ids in sent.items():
+            if values_in[owner].shape != ids.shape:
+                raise CrossingMismatch(f"age {age}: {values_in[owner].size} values from worker {owner} for the "
+                                       f"{ids.size} crossing afterstates sent to it")  # fmt: skip
+        afterstates, values = self._afterstates.pop(age), self._afterstate_values.pop(age)
         ids, vals = merge_shards([afterstates, *sent.values()], [values, *(values_in[w] for w in sent)])
-        states = self.states.get(age, EMPTY_IDS)
+        states = self._load("forward", age, "states")
         state_values = solve_states(self.spec, states, ids, vals)[0]
-        self.state_values[age] = state_values
-        for old in [a for a in self.state_values if a > age + 2]:  # ages a - 2 and a - 4 read only a and a + 2
-            del self.state_values[old], self.states[old]
-            self._window.pop(old, None)
-        return afterstates, values, states, state_values
+        self._save("backward", age, "values", values)
+        self._save("backward", age, "state_values", state_values)
+        for old in [a for a in self._window if a > age + 2]:  # ages a - 2 and a - 4 read only a and a + 2
+            del self._window[old]
+        return {"states": int(states.size), "afterstates": int(afterstates.size)}
+
+    def write(self, count: AgeCount, out) -> dict:
+        """Code and write the table file of ``count.age`` from every worker's afterstates and values ->
+        ``{"id_bytes", "value_bytes"}``."""
+        age = count.age
+        workers = range(self.n_workers)
+        ids, values = merge_shards([self._load("forward", age, "afterstates", w) for w in workers],
+                                   [self._load("backward", age, "values", w) for w in workers])  # fmt: skip
+        upper, lower, low_bits = encode_boards(age, ids, self.spec)
+        layer = CodedLayer.encode(count, self.spec, upper, lower, low_bits, values,
+                                  codec.value_code_for(self.spec.objective))  # fmt: skip
+        write_age_file(Path(out), layer)
+        return {"id_bytes": int(layer.id_bytes), "value_bytes": int(layer.values.nbytes)}
+
+    def start_values(self, age: int) -> tuple[np.ndarray, np.ndarray]:
+        """This worker's states of ``age`` and their values (for the start states)."""
+        return self._load("forward", age, "states"), self._load("backward", age, "state_values")

@@ -1,27 +1,31 @@
-"""The age loop of a build partitioned by material (:mod:`solver.distributed`), over workers held in this process.
+"""The age loop of a build partitioned by material (:mod:`solver.distributed`).
 
 :func:`build_by_material` runs the forward pass age by age (expand on every worker, assign the new keys, exchange
-the crossing afterstates, spawn), then the backward pass (value the afterstates, exchange their values, value the
-states) and writes each age of the table from the workers' parts.
+the crossing afterstates, spawn), then the backward pass (value the afterstates, exchange the crossing values,
+value the states; one worker per age writes its table file).  Each finished age is journalled in the work
+directory (:class:`solver.workdir.WorkDir`) with the keys it assigned, so that a stopped build resumes from the
+last journalled age with the same owners.  The workers are a group: :class:`LocalWorkers` in this process, or
+:class:`solver.distributed.ray_actors.RayWorkers`, with the same steps.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from .. import codec
 from ..build import BuildReport
+from ..common import SOLVER_VERSION
 from ..forward import canonical_starts
 from ..shards import merge_shards
 from ..spec import SolveSpec
-from ..table_v2 import CodedLayer, TableWriterV2, encode_boards
-from ..workdir import AgeCount
-from .column import ColumnWorker
+from ..table_v2 import TableWriterV2
+from ..workdir import AgeCount, WorkDir
+from .column import ColumnWorker, part_file
 from .material import Assignment, material_keys
 
 #: The default threshold: columns are the multisets of tiles >= 2**DEFAULT_LOW.
@@ -29,14 +33,16 @@ DEFAULT_LOW = 3
 
 
 class LocalWorkers:
-    """The workers of a build in this process; each step runs on every worker in turn and returns their results.
-    The Ray group (:class:`solver.distributed.ray_actors.RayWorkers`) has the same steps."""
+    """The workers of a build in this process; each step runs on every worker in turn."""
 
-    def __init__(self, spec: SolveSpec, assignment: Assignment, n_workers: int):
-        self.workers = [ColumnWorker(spec, w, assignment.copy()) for w in range(n_workers)]
+    def __init__(self, spec: SolveSpec, assignment: Assignment, n_workers: int, work):
+        self.workers = [ColumnWorker(spec, w, assignment.copy(), work) for w in range(n_workers)]
 
     def seed(self, starts: list[np.ndarray]) -> list[int | None]:
         return [w.seed(s) for w, s in zip(self.workers, starts, strict=True)]
+
+    def resume_forward(self, starts: np.ndarray, finished: list[int], keys, owners) -> list[int | None]:
+        return [w.resume_forward(starts, finished, keys, owners) for w in self.workers]
 
     def expand(self, age: int) -> list[dict]:
         return [w.expand(age) for w in self.workers]
@@ -57,35 +63,62 @@ class LocalWorkers:
                 )
         return sent, [w.spawn(age) for w in self.workers]
 
-    def settle(self, age: int) -> list[tuple]:
+    def begin_backward(self, ages: list[int]) -> None:
+        for w in self.workers:
+            w.begin_backward(ages)
+
+    def settle(self, age: int) -> list[dict]:
         """Each worker values its afterstates of ``age``, sends the crossing ones' values back, and values its
-        states -> per worker ``(afterstates, their values, states, state values)``."""
+        states."""
         for w in self.workers:
             for source, values in w.value_afterstates(age).items():
                 self.workers[source].receive_values(age, w.index, values)
         return [w.value_states(age) for w in self.workers]
 
+    def write(self, writer: int, count: AgeCount, out: str) -> dict:
+        return self.workers[writer].write(count, out)
+
+    def start_values(self, age: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        return [w.start_values(age) for w in self.workers]
+
 
 class MaterialBuild:
-    """Drives one build over a group of workers (:class:`LocalWorkers`, or ``make_workers(spec, assignment, n)``
-    for another kind); see the module docstring."""
+    """Drives one build; see the module docstring.  ``make_workers(spec, assignment, n_workers, work)`` makes the
+    group of workers."""
 
-    def __init__(self, spec: SolveSpec, n_workers: int, low: int, progress: bool = True, make_workers=LocalWorkers):
-        self.spec, self.progress, self.n_workers = spec, progress, n_workers
+    def __init__(self, spec: SolveSpec, n_workers: int, low: int, work: WorkDir, progress: bool = True,
+                 make_workers=LocalWorkers):  # fmt: skip
+        self.spec, self.progress, self.n_workers, self.work = spec, progress, n_workers, work
         self.assignment = Assignment(n_workers, low)
         self.start_ids, self.start_probs = canonical_starts(spec)
+        self.start_ages = sorted({int(a) for a in spec.ages(self.start_ids)})
         keys, counts = np.unique(material_keys(self.start_ids, spec.cells, low), return_counts=True)
         self.assignment.assign(dict(zip((int(k) for k in keys), (int(c) for c in counts), strict=True)))
-        self.workers = make_workers(spec, self.assignment.copy(), n_workers)
-        self.counts: dict[int, AgeCount] = {}
-        self.crossing = 0  # crossing afterstates exchanged (IDs forward, values backward)
+        self.workers = make_workers(spec, self.assignment.copy(), n_workers, str(work.path.resolve()))
+        self.counts: dict[int, AgeCount] = {c.age: c for c in work.forward_counts}
+        self.crossing = 0  # crossing afterstates exchanged in this run's forward pass (each: its ID, then its value)
+
+    def _restore_assignment(self) -> tuple[np.ndarray, np.ndarray]:
+        """The keys the journalled ages assigned, added to the assignment: ``(keys, owners)``."""
+        keys, owners = [], []
+        for age in sorted(self.counts):
+            extra = self.work.forward_extra(age)
+            keys += [int(k) for k in extra.get("keys", [])]
+            owners += [int(o) for o in extra.get("owners", [])]
+        new = np.array(keys, np.uint64), np.array(owners, np.int64)
+        self.assignment.extend(*new)
+        return new
 
     def forward(self) -> None:
-        owners = self.assignment.owners_of(self.start_ids, self.spec.cells)
-        starts = [np.sort(self.start_ids[owners == w]) for w in range(self.n_workers)]
-        upcoming = set(self.workers.seed(starts)) - {None}
+        if self.counts:
+            finished = sorted(self.counts)
+            upcoming = set(self.workers.resume_forward(self.start_ids, finished, *self._restore_assignment()))
+        else:
+            owners = self.assignment.owners_of(self.start_ids, self.spec.cells)
+            upcoming = set(self.workers.seed([np.sort(self.start_ids[owners == w]) for w in range(self.n_workers)]))
+        upcoming -= {None}
         bar = tqdm(desc=f"forward {self.spec.board} ({self.n_workers} workers)", unit=" ages",
-                   disable=not self.progress)  # fmt: skip
+                   initial=len(self.counts), disable=not self.progress)  # fmt: skip
         try:
             while upcoming:
                 age = min(upcoming)
@@ -94,16 +127,19 @@ class MaterialBuild:
                 for e in expanded:
                     for key, n in e["key_work"].items():
                         key_work[key] = key_work.get(key, 0) + n
-                new = self.assignment.assign(key_work)
-                sent, spawned = self.workers.exchange_and_spawn(age, *new, self.senders(expanded))
+                new_keys, new_owners = self.assignment.assign(key_work)
+                sent, spawned = self.workers.exchange_and_spawn(age, new_keys, new_owners, self.senders(expanded))
                 self.crossing += sent
                 upcoming = {s["next_age"] for s in spawned} - {None}
-                self.counts[age] = AgeCount(age, sum(e["states"] for e in expanded),
-                                            sum(s["afterstates"] for s in spawned),
-                                            sum(e["terminal"] for e in expanded))  # fmt: skip
+                count = AgeCount(age, sum(e["states"] for e in expanded), sum(s["afterstates"] for s in spawned),
+                                 sum(e["terminal"] for e in expanded))  # fmt: skip
+                assigned = {"keys": [str(int(k)) for k in new_keys], "owners": [int(o) for o in new_owners]}
+                self.work.record_forward(count, extra={**assigned, "crossing": sent})
+                self.counts[age] = count
                 bar.update()
         finally:
             bar.close()
+        self.work.finish_forward()
 
     def senders(self, expanded: list[dict]) -> list[list[int]]:
         """For each worker, the workers whose expanded afterstates (``expanded[w]["key_work"]``) include some of its
@@ -112,25 +148,51 @@ class MaterialBuild:
         for w, e in enumerate(expanded):
             keys = np.array(sorted(e["key_work"]), np.uint64)
             owners = self.assignment.owners[np.searchsorted(self.assignment.keys, keys)] if keys.size else []
-            for owner in set(int(o) for o in owners) - {w}:
+            for owner in {int(o) for o in owners} - {w}:
                 out[owner].add(w)
         return [sorted(s) for s in out]
 
-    def backward(self, table: TableWriterV2) -> None:
-        bar = tqdm(total=len(self.counts), desc=f"backward {self.spec.board} ({self.n_workers} workers)",
-                   unit=" ages", disable=not self.progress)  # fmt: skip
-        value_code = codec.value_code_for(self.spec.objective)
+    def backward(self, table: TableWriterV2, out: Path) -> None:
+        done = self.work.backward_done
+        for age in sorted(done):
+            code = self.work.backward_code(age)
+            table.record_written(age, code["id_bytes"], code["value_bytes"])
+        for age in self.start_ages:
+            if age in done:
+                self.take_start_values(table, age)
+        todo = [a for a in sorted(self.counts, reverse=True) if a not in done]
+        self.workers.begin_backward(sorted(self.counts))
+        desc = f"backward {self.spec.board} ({self.n_workers} workers)"
+        bar = tqdm(total=len(self.counts), initial=len(self.counts) - len(todo), unit=" ages", desc=desc,
+                   disable=not self.progress)  # fmt: skip
         try:
-            for age in sorted(self.counts, reverse=True):
-                parts = self.workers.settle(age)
-                ids, values = merge_shards([p[0] for p in parts], [p[1] for p in parts])
-                states, state_values = merge_shards([p[2] for p in parts], [p[3] for p in parts])
-                upper, lower, low_bits = encode_boards(age, ids, self.spec)
-                layer = CodedLayer.encode(self.counts[age], self.spec, upper, lower, low_bits, values, value_code)
-                table.write_age(layer, states, state_values)
+            for age in todo:
+                self.workers.settle(age)
+                code = self.workers.write((age // 2) % self.n_workers, self.counts[age], str(out.resolve()))
+                if age in self.start_ages:
+                    self.take_start_values(table, age)
+                table.record_written(age, code["id_bytes"], code["value_bytes"])
+                self.work.record_backward(age, code)
+                self.discard_finished(age)
                 bar.update()
         finally:
             bar.close()
+
+    def take_start_values(self, table: TableWriterV2, age: int) -> None:
+        parts = self.workers.start_values(age)
+        states, values = merge_shards([p[0] for p in parts], [p[1] for p in parts])
+        table.starts.take(age, states, values)
+
+    def discard_finished(self, age: int) -> None:
+        """Once ``age`` is journalled, no lower age reads its afterstates, crossing afterstates and their values,
+        nor the states of ``age + 4`` (start ages keep theirs: their values are taken again on resume)."""
+        doomed = [("forward", age, name) for name in ("afterstates", "sent", "sent_counts", "received",
+                                                      "received_counts")] + [("backward", age, "values")]  # fmt: skip
+        if age + 4 in self.counts and age + 4 not in self.start_ages:
+            doomed += [("forward", age + 4, "states"), ("backward", age + 4, "state_values")]
+        for stage, a, name in doomed:
+            for w in range(self.n_workers):
+                part_file(self.work.path, stage, a, w, name).unlink(missing_ok=True)
 
 
 def build_by_material(
@@ -138,23 +200,36 @@ def build_by_material(
     out: str | os.PathLike,
     n_workers: int = 2,
     low: int = DEFAULT_LOW,
-    layout: str = "directory",
+    work_dir: str | os.PathLike | None = None,
     progress: bool = True,
+    keep_work: bool = False,
     make_workers=LocalWorkers,
 ) -> BuildReport:
-    """Solve ``spec`` into the v2 table ``out`` with ``n_workers`` workers (in this process by default; see
-    :class:`MaterialBuild`), columns keyed by the multiset of tiles >= ``2**low``.  The table is bit for bit the
-    local build's."""
-    run = MaterialBuild(spec, n_workers, low, progress, make_workers)
-    t0 = time.perf_counter()
-    run.forward()
-    t1 = time.perf_counter()
-    table = TableWriterV2(Path(out), spec, run.start_ids, run.start_probs, layout=layout)
+    """Solve ``spec`` into the v2 table directory ``out`` with ``n_workers`` workers (in this process by default;
+    see :class:`MaterialBuild`), columns keyed by the multiset of tiles >= ``2**low``.  The table is bit for bit
+    the local build's.  Resumable: run it again with the same workers and threshold after an interruption."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{out} exists and is not a directory: a distributed build writes a table directory")
+    work = WorkDir(work_dir or out.with_name(out.name + ".work"), spec, SOLVER_VERSION,
+                   layout={"backend": "material", "workers": int(n_workers), "low": int(low)})  # fmt: skip
+    table = None
     try:
-        run.backward(table)
+        run = MaterialBuild(spec, n_workers, low, work, progress, make_workers)
+        t0 = time.perf_counter()
+        if not work.forward_complete:
+            run.forward()
+        t1 = time.perf_counter()
+        table = TableWriterV2(out, spec, run.start_ids, run.start_probs, layout="directory")
+        run.backward(table, out)
         t2 = time.perf_counter()
         attrs = table.finish([run.counts[a] for a in sorted(run.counts)])
     except BaseException:
-        table.abort()
+        if table is not None:
+            table.abort()
+        work.close()
         raise
-    return BuildReport(Path(out), attrs, t1 - t0, t2 - t1, time.perf_counter() - t2, n_workers)
+    work.close()
+    if not keep_work:
+        shutil.rmtree(work.path)
+    return BuildReport(out, attrs, t1 - t0, t2 - t1, time.perf_counter() - t2, n_workers)

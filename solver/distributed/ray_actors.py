@@ -27,11 +27,11 @@ CONCURRENCY = 8
 class ColumnActor:
     """A :class:`ColumnWorker` in a Ray actor, with handles to its peers (:meth:`connect`)."""
 
-    def __init__(self, spec: SolveSpec, index: int, assignment: dict, threads: int):
+    def __init__(self, spec: SolveSpec, index: int, assignment: dict, work: str, threads: int):
         import numba
 
         numba.set_num_threads(threads or numba.config.NUMBA_NUM_THREADS)
-        self.worker = ColumnWorker(spec, index, Assignment.from_json(assignment))
+        self.worker = ColumnWorker(spec, index, Assignment.from_json(assignment), work)
         self.peers: list = []
         self.arrived = threading.Condition()  # deliveries come in on other threads of the actor
 
@@ -46,6 +46,9 @@ class ColumnActor:
 
     def seed(self, starts: np.ndarray):
         return self.worker.seed(starts)
+
+    def resume_forward(self, starts: np.ndarray, finished: list, keys: np.ndarray, owners: np.ndarray):
+        return self.worker.resume_forward(starts, finished, keys, owners)
 
     def expand(self, age: int) -> dict:
         return self.worker.expand(age)
@@ -72,14 +75,23 @@ class ColumnActor:
             self.worker.receive_values(age, owner, values)
             self.arrived.notify_all()
 
-    def settle(self, age: int) -> tuple:
+    def begin_backward(self, ages: list) -> None:
+        self.worker.begin_backward(ages)
+
+    def settle(self, age: int) -> dict:
         """Value the afterstates of ``age``, send the crossing ones' values to the actors that sent them, wait for
-        the values of those this actor sent, value the states -> ``(afterstates, values, states, state values)``."""
+        the values of those this actor sent, value the states."""
         out = self.worker.value_afterstates(age)
         import_ray().get([self.peers[w].receive_values.remote(age, self.worker.index, v) for w, v in out.items()])
-        expected = self.worker.sent.get(age, {})
+        expected = self.worker.expected_values(age)
         self._wait_for("crossing values", age, lambda: self.worker.values_in.get(age, {}), expected)
         return self.worker.value_states(age)
+
+    def write(self, count, out: str) -> dict:
+        return self.worker.write(count, out)
+
+    def start_values(self, age: int) -> tuple:
+        return self.worker.start_values(age)
 
 
 class RayWorkers:
@@ -87,11 +99,11 @@ class RayWorkers:
     asks for ``cpus_per_worker`` CPUs and runs that many numba threads).  The same steps as
     :class:`solver.distributed.driver.LocalWorkers`."""
 
-    def __init__(self, spec: SolveSpec, assignment: Assignment, n_workers: int, cpus_per_worker: int = 1):
+    def __init__(self, spec: SolveSpec, assignment: Assignment, n_workers: int, work: str, cpus_per_worker: int = 1):
         ray = self.ray = import_ray()
         actor = ray.remote(num_cpus=cpus_per_worker, max_concurrency=CONCURRENCY)(ColumnActor)
         state = assignment.to_json()
-        self.actors = [actor.options(scheduling_strategy="SPREAD").remote(spec, w, state, cpus_per_worker)
+        self.actors = [actor.options(scheduling_strategy="SPREAD").remote(spec, w, state, work, cpus_per_worker)
                        for w in range(n_workers)]  # fmt: skip
         ray.get([a.connect.remote(self.actors) for a in self.actors])
 
@@ -101,6 +113,9 @@ class RayWorkers:
     def seed(self, starts: list[np.ndarray]) -> list[int | None]:
         return self.ray.get([a.seed.remote(s) for a, s in zip(self.actors, starts, strict=True)])
 
+    def resume_forward(self, starts: np.ndarray, finished: list[int], keys, owners) -> list[int | None]:
+        return self._all("resume_forward", starts, finished, keys, owners)
+
     def expand(self, age: int) -> list[dict]:
         return self._all("expand", age)
 
@@ -109,8 +124,17 @@ class RayWorkers:
                             for a, s in zip(self.actors, sources, strict=True)])  # fmt: skip
         return sum(sent for sent, _ in out), [spawned for _, spawned in out]
 
-    def settle(self, age: int) -> list[tuple]:
+    def begin_backward(self, ages: list[int]) -> None:
+        self._all("begin_backward", ages)
+
+    def settle(self, age: int) -> list[dict]:
         return self._all("settle", age)
+
+    def write(self, writer: int, count, out: str) -> dict:
+        return self.ray.get(self.actors[writer].write.remote(count, out))
+
+    def start_values(self, age: int) -> list[tuple]:
+        return self._all("start_values", age)
 
     def close(self) -> None:
         for a in self.actors:
