@@ -132,3 +132,35 @@ def test_material_actors_build_the_golden_table(ray_local, tmp_path):
         for group in groups:
             group.close()
     assert checksums(tmp_path / "t") == golden_checksums("2x3")
+
+
+def test_material_actor_killed_mid_build_is_replaced_and_the_build_resumes(ray_local, tmp_path):
+    """Worker 1's process is killed (SIGKILL) once the backward pass has journalled 40 ages: Ray restarts the
+    actor, the build starts again from the work directory, and the table is the golden one."""
+    import json
+    import signal
+    import threading
+    import time
+
+    from solver.distributed.ray_actors import build_on_actors
+
+    work, killed = tmp_path / "t.work", []
+
+    def kill_when_due():
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not killed:
+            journal = work / "journal.jsonl"
+            if journal.exists() and journal.read_text().count('"backward"') >= 40:
+                pid = json.loads((work / "actors" / "w0001.json").read_text())["pid"]
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_when_due, daemon=True)
+    killer.start()
+    report, restarts = build_on_actors(SPECS["2x3"], tmp_path / "t", 2, work_dir=work, progress=False,
+                                       keep_work=True)  # fmt: skip
+    killer.join()
+    assert killed and restarts == 1
+    assert json.loads((work / "actors" / "w0001.json").read_text())["pid"] != killed[0]  # the replacement
+    assert checksums(tmp_path / "t") == golden_checksums("2x3")

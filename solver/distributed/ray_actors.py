@@ -8,7 +8,12 @@ cluster.
 
 from __future__ import annotations
 
+import json
+import os
+import socket
 import threading
+import time
+from pathlib import Path
 
 import numpy as np
 
@@ -19,27 +24,56 @@ from .material import Assignment
 
 #: Seconds an actor waits for its peers' deliveries of one age before it gives up (a peer died).
 DELIVERY_TIMEOUT = 3600.0
+#: Times Ray restarts a dead actor (a machine lost, a process killed), and times the build starts again from its
+#: work directory after losing one.
+MAX_RESTARTS = 3
+#: Seconds to wait for a restarted actor to come up.
+RESTART_TIMEOUT = 300.0
 #: Calls an actor serves at once: its step, and the peers' deliveries that arrive meanwhile (a peer that sends
 #: while this actor sends too must not wait for it: that would deadlock).
 CONCURRENCY = 8
 
 
+class Reset(RuntimeError):
+    """The actor was reset while a step waited for its peers: that step's build attempt is over."""
+
+
 class ColumnActor:
-    """A :class:`ColumnWorker` in a Ray actor, with handles to its peers (:meth:`connect`)."""
+    """A :class:`ColumnWorker` in a Ray actor, with handles to its peers (:meth:`connect`).
+
+    Deliveries from peers arrive on other threads of the actor while a step runs or waits.  A step works on the
+    worker it started with: after :meth:`reset`, a step of the abandoned attempt still running finishes on the old
+    worker (whose files it writes hold what the new attempt writes again), and one still waiting gives up."""
 
     def __init__(self, spec: SolveSpec, index: int, assignment: dict, work: str, threads: int):
         import numba
 
         numba.set_num_threads(threads or numba.config.NUMBA_NUM_THREADS)
-        self.worker = ColumnWorker(spec, index, Assignment.from_json(assignment), work)
+        self.spec, self.index, self.work = spec, index, work
         self.peers: list = []
-        self.arrived = threading.Condition()  # deliveries come in on other threads of the actor
+        self.arrived = threading.Condition()
+        self.epoch = 0
+        self.worker = ColumnWorker(spec, index, Assignment.from_json(assignment), work)
+        where = Path(work) / "actors" / f"w{index:04d}.json"  # where each worker runs, for its operators (and tests)
+        where.parent.mkdir(exist_ok=True)
+        where.write_text(json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()}))
 
-    def _wait_for(self, what: str, age: int, delivered, expected) -> None:
+    def reset(self, assignment: dict) -> None:
+        """Forget everything held in memory (the build starts again from the work directory)."""
         with self.arrived:
-            if not self.arrived.wait_for(lambda: set(expected) <= set(delivered()), timeout=DELIVERY_TIMEOUT):
+            self.epoch += 1
+            self.worker = ColumnWorker(self.spec, self.index, Assignment.from_json(assignment), self.work)
+            self.arrived.notify_all()
+
+    def _wait_for(self, what: str, age: int, epoch: int, delivered, expected) -> None:
+        with self.arrived:
+            done = self.arrived.wait_for(lambda: self.epoch != epoch or set(expected) <= set(delivered()),
+                                         timeout=DELIVERY_TIMEOUT)  # fmt: skip
+            if self.epoch != epoch:
+                raise Reset(f"worker {self.index}, age {age}: reset while waiting for {what}")
+            if not done:
                 missing = sorted(set(expected) - set(delivered()))
-                raise TimeoutError(f"worker {self.worker.index}, age {age}: no {what} from workers {missing}")
+                raise TimeoutError(f"worker {self.index}, age {age}: no {what} from workers {missing}")
 
     def connect(self, peers: list) -> None:
         self.peers = peers
@@ -53,22 +87,19 @@ class ColumnActor:
     def expand(self, age: int) -> dict:
         return self.worker.expand(age)
 
-    def push_crossing(self, age: int, new_keys: np.ndarray, new_owners: np.ndarray) -> int:
-        """Send this actor's crossing afterstates of ``age`` to their owners' actors; returns once delivered."""
-        out = self.worker.send_crossing(age, new_keys, new_owners)
-        import_ray().get([self.peers[w].receive_crossing.remote(age, self.worker.index, ids) for w, ids in out.items()])
-        return sum(int(ids.size) for ids in out.values())
-
     def receive_crossing(self, age: int, source: int, ids: np.ndarray) -> None:
         with self.arrived:
             self.worker.receive_crossing(age, source, ids)
             self.arrived.notify_all()
 
     def exchange_and_spawn(self, age: int, new_keys: np.ndarray, new_owners: np.ndarray, sources: list) -> tuple:
-        """Send the crossing afterstates of ``age``, wait for those of ``sources``, spawn -> ``(sent, spawned)``."""
-        sent = self.push_crossing(age, new_keys, new_owners)
-        self._wait_for("crossing afterstates", age, lambda: self.worker.received.get(age, {}), sources)
-        return sent, self.worker.spawn(age)
+        """Send the crossing afterstates of ``age`` to their owners' actors, wait for those of ``sources``, spawn
+        -> ``(crossing afterstates sent, spawn result)``."""
+        worker, epoch = self.worker, self.epoch
+        out = worker.send_crossing(age, new_keys, new_owners)
+        import_ray().get([self.peers[w].receive_crossing.remote(age, self.index, ids) for w, ids in out.items()])
+        self._wait_for("crossing afterstates", age, epoch, lambda: worker.received.get(age, {}), sources)
+        return sum(int(ids.size) for ids in out.values()), worker.spawn(age)
 
     def receive_values(self, age: int, owner: int, values: np.ndarray) -> None:
         with self.arrived:
@@ -81,11 +112,12 @@ class ColumnActor:
     def settle(self, age: int) -> dict:
         """Value the afterstates of ``age``, send the crossing ones' values to the actors that sent them, wait for
         the values of those this actor sent, value the states."""
-        out = self.worker.value_afterstates(age)
-        import_ray().get([self.peers[w].receive_values.remote(age, self.worker.index, v) for w, v in out.items()])
-        expected = self.worker.expected_values(age)
-        self._wait_for("crossing values", age, lambda: self.worker.values_in.get(age, {}), expected)
-        return self.worker.value_states(age)
+        worker, epoch = self.worker, self.epoch
+        out = worker.value_afterstates(age)
+        import_ray().get([self.peers[w].receive_values.remote(age, self.index, v) for w, v in out.items()])
+        expected = worker.expected_values(age)
+        self._wait_for("crossing values", age, epoch, lambda: worker.values_in.get(age, {}), expected)
+        return worker.value_states(age)
 
     def write(self, count, out: str) -> dict:
         return self.worker.write(count, out)
@@ -97,21 +129,53 @@ class ColumnActor:
 class RayWorkers:
     """``n_workers`` :class:`ColumnActor` s, spread one per node of the cluster as long as there are nodes (each
     asks for ``cpus_per_worker`` CPUs and runs that many numba threads).  The same steps as
-    :class:`solver.distributed.driver.LocalWorkers`."""
+    :class:`solver.distributed.driver.LocalWorkers`.  Ray restarts an actor that dies (up to ``MAX_RESTARTS``
+    times); the step that was running fails, and :func:`build_on_actors` resumes the build from its work directory."""
 
     def __init__(self, spec: SolveSpec, assignment: Assignment, n_workers: int, work: str, cpus_per_worker: int = 1):
         ray = self.ray = import_ray()
-        actor = ray.remote(num_cpus=cpus_per_worker, max_concurrency=CONCURRENCY)(ColumnActor)
+        actor = ray.remote(num_cpus=cpus_per_worker, max_concurrency=CONCURRENCY, max_restarts=MAX_RESTARTS,
+                           max_task_retries=0)(ColumnActor)  # fmt: skip
         state = assignment.to_json()
         self.actors = [actor.options(scheduling_strategy="SPREAD").remote(spec, w, state, work, cpus_per_worker)
                        for w in range(n_workers)]  # fmt: skip
-        ray.get([a.connect.remote(self.actors) for a in self.actors])
+        self.connect()
+
+    def connect(self) -> None:
+        """Give every actor its peers' handles (again after a restart: a restarted actor starts empty)."""
+        self._gather([a.connect.remote(self.actors) for a in self.actors])
+
+    def reset(self, assignment: Assignment) -> RayWorkers:
+        """Every actor forgets what it holds in memory and gets its peers again, once every actor is up (a
+        restarted one takes a few seconds); returns the group."""
+        from ray.exceptions import ActorUnavailableError
+
+        deadline = time.monotonic() + RESTART_TIMEOUT
+        while True:
+            try:
+                self.connect()
+                break
+            except ActorUnavailableError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        self._all("reset", assignment.to_json())
+        return self
+
+    def _gather(self, refs: list) -> list:
+        """The results of ``refs``; the first failure is raised as soon as it is known (an actor waiting for a dead
+        peer's deliveries would otherwise keep the driver waiting too)."""
+        pending = list(refs)
+        while pending:
+            ready, pending = self.ray.wait(pending, num_returns=1)
+            self.ray.get(ready)
+        return self.ray.get(list(refs))
 
     def _all(self, method: str, *args) -> list:
-        return self.ray.get([getattr(a, method).remote(*args) for a in self.actors])
+        return self._gather([getattr(a, method).remote(*args) for a in self.actors])
 
     def seed(self, starts: list[np.ndarray]) -> list[int | None]:
-        return self.ray.get([a.seed.remote(s) for a, s in zip(self.actors, starts, strict=True)])
+        return self._gather([a.seed.remote(s) for a, s in zip(self.actors, starts, strict=True)])
 
     def resume_forward(self, starts: np.ndarray, finished: list[int], keys, owners) -> list[int | None]:
         return self._all("resume_forward", starts, finished, keys, owners)
@@ -120,7 +184,7 @@ class RayWorkers:
         return self._all("expand", age)
 
     def exchange_and_spawn(self, age: int, new_keys: np.ndarray, new_owners: np.ndarray, sources) -> tuple:
-        out = self.ray.get([a.exchange_and_spawn.remote(age, new_keys, new_owners, s)
+        out = self._gather([a.exchange_and_spawn.remote(age, new_keys, new_owners, s)
                             for a, s in zip(self.actors, sources, strict=True)])  # fmt: skip
         return sum(sent for sent, _ in out), [spawned for _, spawned in out]
 
@@ -139,3 +203,31 @@ class RayWorkers:
     def close(self) -> None:
         for a in self.actors:
             self.ray.kill(a)
+
+
+def build_on_actors(spec: SolveSpec, out, n_workers: int, cpus_per_worker: int = 1, **options):
+    """:func:`solver.distributed.driver.build_by_material` on a :class:`RayWorkers` group of this Ray cluster;
+    when an actor dies the build starts again from its work directory (up to ``MAX_RESTARTS`` times) with the
+    restarted actor.  Returns ``(report, restarts)``."""
+    from ray.exceptions import RayActorError
+
+    from .driver import build_by_material
+
+    group: list[RayWorkers] = []
+
+    def workers(spec_, assignment, n, work):
+        if not group:
+            group.append(RayWorkers(spec_, assignment, n, work, cpus_per_worker))
+            return group[0]
+        return group[0].reset(assignment)
+
+    try:
+        for restarts in range(MAX_RESTARTS + 1):
+            try:
+                return build_by_material(spec, out, n_workers, make_workers=workers, **options), restarts
+            except RayActorError:
+                if restarts == MAX_RESTARTS:
+                    raise
+    finally:
+        if group:
+            group[0].close()
