@@ -114,29 +114,11 @@ def test_a_pattern_builds_on_ray_like_the_local_build(ray_local, tmp_path):
     assert checksums(tmp_path / "ray") == checksums(tmp_path / "local")
 
 
-def test_material_actors_build_the_golden_table(ray_local, tmp_path):
-    """The build partitioned by material (solver.distributed) with two Ray actors that send each other their
-    crossing afterstates: the golden table."""
-    from solver.distributed.driver import build_by_material
-    from solver.distributed.ray_actors import RayWorkers
-
-    groups = []
-
-    def actors(spec, assignment, n, work):
-        groups.append(RayWorkers(spec, assignment, n, work))
-        return groups[-1]
-
-    try:
-        build_by_material(SPECS["2x3"], tmp_path / "t", 2, 3, progress=False, make_workers=actors)
-    finally:
-        for group in groups:
-            group.close()
-    assert checksums(tmp_path / "t") == golden_checksums("2x3")
-
-
 def test_material_actor_killed_mid_build_is_replaced_and_the_build_resumes(ray_local, tmp_path):
-    """Worker 1's process is killed (SIGKILL) once the backward pass has journalled 40 ages: Ray restarts the
-    actor, the build starts again from the work directory, and the table is the golden one."""
+    """The build partitioned by material (solver.distributed) on two Ray actors that send each other their
+    crossing afterstates and values.  Worker 1's process is killed (SIGKILL) once the backward pass has journalled
+    40 ages: Ray restarts the actor, the build starts again from the work directory, and the table is the golden
+    one."""
     import json
     import signal
     import threading
