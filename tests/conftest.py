@@ -87,20 +87,26 @@ def chi2_pvalue(observed, expected) -> float:
     return 0.5 * math.erfc(z / math.sqrt(2))
 
 
-def pytest_sessionfinish(session, exitstatus):
-    """No test leaves a process running: any process still below this one fails the session, and is ended.  The
-    session's table cache (the 3x3 table alone is 125 MB) does not outlive it (pytest keeps its last three base
-    temporary directories)."""
+@pytest.fixture(scope="session", autouse=True)
+def no_process_left_running():
+    """No test leaves a process running: any process still below this one when the session's tests are done
+    fails the session (an error at the teardown of its last test; under pytest-xdist, each worker checks its
+    own), and is ended."""
+    yield
     from sockets import descendants
 
     left = {pid: _command_line(pid) for pid in descendants(os.getpid()) if pid != os.getpid()}
     left = {pid: line for pid, line in left.items() if line and not any(h in line for h in MULTIPROCESSING_HELPERS)}
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
     if left:
-        for pid in left:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        session.config.get_terminal_writer().line(f"processes left running by the tests (ended now): {left}", red=True)
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        pytest.fail(f"processes left running by the tests (ended now): {left}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The session's table cache (the 3x3 table alone is 125 MB) does not outlive it (pytest keeps its last three
+    base temporary directories)."""
     shutil.rmtree(os.environ["SOLVED2048_HOME"], ignore_errors=True)
 
 

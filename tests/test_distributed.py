@@ -68,6 +68,8 @@ def test_many_columns_and_crossing_moves_give_the_golden_table(tmp_path):
     crossing = sum(work.forward_extra(c.age)["crossing"] for c in work.forward_counts)
     owners = {int(o) for c in work.forward_counts for o in work.forward_extra(c.age)["owners"]}
     assert crossing > 1000 and owners == {0, 1, 2, 3}
+    left = {p.name.split(".")[2] for p in (tmp_path / "t.work" / "forward").iterdir()}
+    assert left == {"states_upper", "states_lower", "states_code"}  # the start ages' only: the rest was discarded
     with Table(out) as t:
         assert t.attrs["states"] == sum(c.states for c in work.forward_counts)
 

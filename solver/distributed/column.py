@@ -21,8 +21,8 @@ crossing afterstates sent to it or received from it (the IDs, kept from the forw
 exchanges values only).  The layers live in the shared work directory, so that a worker that is replaced, or a
 build that is resumed, reads them back::
 
-    forward/{age:06d}.w{worker:04d}.states.npy        sorted uint64: the worker's states of the age
-    forward/{age:06d}.w{worker:04d}.afterstates.npy   sorted uint64: its afterstates (own and received)
+    forward/{age:06d}.w{worker:04d}.states_{upper,lower,code}.npy       the worker's states of the age, Elias-Fano
+    forward/{age:06d}.w{worker:04d}.afterstates_{upper,lower,code}.npy  its afterstates (own and received)
     forward/{age:06d}.w{worker:04d}.sent.npy          uint64: crossing afterstates sent, by owner, each sorted
     forward/{age:06d}.w{worker:04d}.sent_counts.npy   int64[workers]: how many went to each owner
     forward/{age:06d}.w{worker:04d}.received.npy      the same for those received, by source
@@ -42,7 +42,7 @@ from ..backward import solve_states
 from ..forward import Pending, expand, merge_unique
 from ..shards import lookup_sorted, merge_shards, values_from_children
 from ..spec import SolveSpec
-from ..table_v2 import CodedLayer, encode_boards, write_age_file
+from ..table_v2 import CodedLayer, decode_boards, encode_boards, write_age_file
 from ..value_index import ValueIndex, build_value_index, empty_value_index
 from ..workdir import AgeCount, load_array, save_array, work_file
 from .material import Assignment, material_keys
@@ -94,6 +94,18 @@ class ColumnWorker:
     def _load(self, stage: str, age: int, name: str, worker: int | None = None) -> np.ndarray:
         return load_array(part_file(self.work, stage, age, self.index if worker is None else worker, name))
 
+    def _save_boards(self, age: int, name: str, boards: np.ndarray) -> None:
+        """Sorted canonical boards of one age, Elias-Fano coded as in a v2 table (a fifth of their raw size)."""
+        upper, lower, low_bits = encode_boards(age, boards, self.spec)
+        self._save("forward", age, f"{name}_upper", upper)
+        self._save("forward", age, f"{name}_lower", lower)
+        self._save("forward", age, f"{name}_code", np.array([boards.size, low_bits], np.int64))
+
+    def _load_boards(self, age: int, name: str, worker: int | None = None) -> np.ndarray:
+        n, low_bits = (int(x) for x in self._load("forward", age, f"{name}_code", worker))
+        upper = self._load("forward", age, f"{name}_upper", worker)
+        return decode_boards(age, upper, self._load("forward", age, f"{name}_lower", worker), n, low_bits, self.spec)
+
     def seed(self, starts: np.ndarray) -> int | None:
         """Take this worker's canonical start states (``uint64``, any ages); returns its first age."""
         owners = self.assignment.owners_of(starts, self.spec.cells)
@@ -110,7 +122,7 @@ class ColumnWorker:
         owners = self.assignment.owners_of(starts, self.spec.cells)
         self.pending.add_by_age(starts[owners == self.index], self.spec, after=last)
         for age in (a for a in finished if a >= last - 2):
-            self.pending.add_children(age, self._load("forward", age, "afterstates"), self.spec, after=last)
+            self.pending.add_children(age, self._load_boards(age, "afterstates"), self.spec, after=last)
         return self.next_age()
 
     def next_age(self) -> int | None:
@@ -147,8 +159,8 @@ class ColumnWorker:
         afterstates, and their children pending."""
         received = self.received.pop(age, {})
         afterstates = merge_unique([self._own.pop(age), *received.values()])
-        self._save("forward", age, "states", self._states.pop(age))
-        self._save("forward", age, "afterstates", afterstates)
+        self._save_boards(age, "states", self._states.pop(age))
+        self._save_boards(age, "afterstates", afterstates)
         for name, pieces in (("sent", self.sent.pop(age, {})), ("received", received)):
             joined, counts = _by_worker(pieces, self.n_workers)
             self._save("forward", age, name, joined)
@@ -169,14 +181,14 @@ class ColumnWorker:
         if age not in self.ages:
             return empty_value_index()
         if age not in self._window:
-            states = self._load("forward", age, "states")
+            states = self._load_boards(age, "states")
             self._window[age] = build_value_index(states, self._load("backward", age, "state_values"))
         return self._window[age]
 
     def value_afterstates(self, age: int) -> dict[int, np.ndarray]:
         """Values of this worker's afterstates of ``age`` from its states of ages + 2 and + 4; returns, for each
         worker that sent crossing afterstates here, their values in the order it sent them."""
-        afterstates = self._load("forward", age, "afterstates")
+        afterstates = self._load_boards(age, "afterstates")
         values = values_from_children(self.spec, afterstates, self._index(age + 2), self._index(age + 4))
         self._afterstates[age], self._afterstate_values[age] = afterstates, values
         out = {}
@@ -208,7 +220,7 @@ class ColumnWorker:
                                        f"{ids.size} crossing afterstates sent to it")  # fmt: skip
         afterstates, values = self._afterstates.pop(age), self._afterstate_values.pop(age)
         ids, vals = merge_shards([afterstates, *sent.values()], [values, *(values_in[w] for w in sent)])
-        states = self._load("forward", age, "states")
+        states = self._load_boards(age, "states")
         state_values = solve_states(self.spec, states, ids, vals)[0]
         self._save("backward", age, "values", values)
         self._save("backward", age, "state_values", state_values)
@@ -221,7 +233,7 @@ class ColumnWorker:
         ``{"id_bytes", "value_bytes"}``."""
         age = count.age
         workers = range(self.n_workers)
-        ids, values = merge_shards([self._load("forward", age, "afterstates", w) for w in workers],
+        ids, values = merge_shards([self._load_boards(age, "afterstates", w) for w in workers],
                                    [self._load("backward", age, "values", w) for w in workers])  # fmt: skip
         upper, lower, low_bits = encode_boards(age, ids, self.spec)
         layer = CodedLayer.encode(count, self.spec, upper, lower, low_bits, values,
@@ -231,4 +243,4 @@ class ColumnWorker:
 
     def start_values(self, age: int) -> tuple[np.ndarray, np.ndarray]:
         """This worker's states of ``age`` and their values (for the start states)."""
-        return self._load("forward", age, "states"), self._load("backward", age, "state_values")
+        return self._load_boards(age, "states"), self._load("backward", age, "state_values")

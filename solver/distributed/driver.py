@@ -186,10 +186,12 @@ class MaterialBuild:
     def discard_finished(self, age: int) -> None:
         """Once ``age`` is journalled, no lower age reads its afterstates, crossing afterstates and their values,
         nor the states of ``age + 4`` (start ages keep theirs: their values are taken again on resume)."""
-        doomed = [("forward", age, name) for name in ("afterstates", "sent", "sent_counts", "received",
-                                                      "received_counts")] + [("backward", age, "values")]  # fmt: skip
+        coded = ("upper", "lower", "code")
+        doomed = [("forward", age, name) for name in ("sent", "sent_counts", "received", "received_counts")]
+        doomed += [("forward", age, f"afterstates_{part}") for part in coded] + [("backward", age, "values")]
         if age + 4 in self.counts and age + 4 not in self.start_ages:
-            doomed += [("forward", age + 4, "states"), ("backward", age + 4, "state_values")]
+            doomed += [("forward", age + 4, f"states_{part}") for part in coded]
+            doomed += [("backward", age + 4, "state_values")]
         for stage, a, name in doomed:
             for w in range(self.n_workers):
                 part_file(self.work.path, stage, a, w, name).unlink(missing_ok=True)
