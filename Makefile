@@ -2,6 +2,8 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# pytest-xdist workers for make test (a module's tests stay on one worker, with its fixtures)
+TEST_WORKERS ?= 2
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: test docs demo figures bench datasets lint format clean
@@ -18,7 +20,7 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(PY) -m ruff check .
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
-	$(PY) -m pytest -q --durations=15
+	$(PY) -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadscope
 
 # The documentation site (MkDocs, API reference from the docstrings) -> site/; --strict: a broken link fails.
 docs: $(STAMP)

@@ -22,8 +22,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 #: The temporary directory and home of the machine, before :func:`pytest_configure` moved both into pytest's base
 #: temporary directory (tests that check that nothing is left outside it look here).
-SYSTEM_TMP = tempfile.gettempdir()
-SYSTEM_HOME = os.path.expanduser("~")
+#: (pytest-xdist's workers start after the controller moved both: they read the originals it passed on.)
+SYSTEM_TMP = os.environ.setdefault("SOLVED2048_SYSTEM_TMP", tempfile.gettempdir())
+SYSTEM_HOME = os.environ.setdefault("SOLVED2048_SYSTEM_HOME", os.path.expanduser("~"))
 
 # The compiled kernels stay in this user's numba cache for the project (env2048.kernel_cache), not in the session's
 # home: they are compiled code checked against the digest of the kernels' source, and a session that started from
@@ -43,12 +44,22 @@ def pytest_configure(config):
     home, tmp, tables = base / "home", base / "tmp", base / "solved2048-home"
     for path in (home, tmp, tables):
         path.mkdir(exist_ok=True)
-    os.environ.update({"HOME": str(home), "TMPDIR": str(tmp), "SOLVED2048_HOME": str(tables),
+    os.environ.update({"HOME": str(home), "TMPDIR": str(_short_link(tmp)), "SOLVED2048_HOME": str(tables),
                        "SB3_LOGDIR": str(tables / "sb3-logs")})  # fmt: skip
     for name, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache"), ("XDG_DATA_HOME", ".local/share"),
                       ("XDG_STATE_HOME", ".local/state")):  # fmt: skip
         os.environ[name] = str(home / sub)
     tempfile.tempdir = None  # tempfile reads TMPDIR again
+
+
+def _short_link(target: Path) -> Path:
+    """A short path to ``target``: a symbolic link ``SYSTEM_TMP/s2048-<pid>`` (removed at the end of the session).
+    Ray's Unix sockets live below TMPDIR and their paths may not exceed 107 bytes, which pytest's base temporary
+    directory, with pytest-xdist's ``popen-gwN`` in it, would."""
+    link = Path(SYSTEM_TMP) / f"s2048-{os.getpid()}"
+    link.unlink(missing_ok=True)
+    link.symlink_to(target, target_is_directory=True)
+    return link
 
 
 settings.register_profile("ci", max_examples=150, deadline=None, derandomize=True)
@@ -106,8 +117,9 @@ def no_process_left_running():
 
 def pytest_sessionfinish(session, exitstatus):
     """The session's table cache (the 3x3 table alone is 125 MB) does not outlive it (pytest keeps its last three
-    base temporary directories)."""
+    base temporary directories), nor does the short link to its temporary directory."""
     shutil.rmtree(os.environ["SOLVED2048_HOME"], ignore_errors=True)
+    (Path(SYSTEM_TMP) / f"s2048-{os.getpid()}").unlink(missing_ok=True)
 
 
 #: multiprocessing's helper processes (SB3's SubprocVecEnv starts them): they serve this process until it exits,
