@@ -105,7 +105,7 @@ def test_bad_input_gets_clear_errors_and_an_interrupted_write_leaves_nothing(tmp
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".writing-")]
 
 
-def test_behaviour_cloning_reads_the_taken_actions_and_scores_each_clone(greedy_dataset, tmp_path):
+def test_behaviour_cloning_reads_the_taken_actions_and_scores_each_clone(greedy_dataset, tmp_path, monkeypatch):
     from experiments.suite.offline import run_bc, steps_of
 
     data = load(IDENT, greedy_dataset)
@@ -118,5 +118,8 @@ def test_behaviour_cloning_reads_the_taken_actions_and_scores_each_clone(greedy_
     assert len(rows) == 1 and rows[0]["games"] == 2 and rows[0]["steps"] == len(steps)
     assert rows[0]["method"] == "exact" and 0 < rows[0]["normalized"] < 1
     assert json.loads((tmp_path / "bc.json").read_text()) == rows and (tmp_path / "bc.png").stat().st_size > 0
+    with monkeypatch.context() as m:  # run again (as after an interruption): the clone already scored is kept
+        m.setattr("experiments.suite.offline.fit_policy_net", lambda *a, **k: pytest.fail("trained again"))
+        assert run_bc([IDENT], greedy_dataset, tmp_path, sizes=(2,), epochs=1) == rows
     with pytest.raises(DatasetError, match=f"holds {data.total_episodes} games"):
         run_bc([IDENT], greedy_dataset, tmp_path, sizes=(data.total_episodes + 1,))

@@ -5,7 +5,8 @@ For each dataset and each size N, a fresh policy net (``agents.imitation.PolicyN
 boards, symmetric) is trained by cross-entropy toward the action the dataset's policy took, on every step of the
 dataset's first N games with an allowed move, and then scored on the dataset's task (``scoring.score_policy``:
 exact V^pi / V* where the suite evaluates exactly).  Writes ``OUT/bc.json`` and the figure ``OUT/bc.png`` (score
-against the number of games, one line per dataset).
+against the number of games, one line per dataset).  ``bc.json`` is rewritten after each clone; run the command
+again after an interruption and the clones already scored there (same dataset, games, epochs and seed) are kept.
 """
 
 from __future__ import annotations
@@ -40,9 +41,11 @@ def steps_of(dataset, games: int) -> Labelled:
 
 
 def clone(ident: str, root, sizes=(100, 1000, 10000), epochs: int = 5, hidden: int = 256, seed: int = 0,
-          progress: bool = True) -> list[dict]:  # fmt: skip
+          progress: bool = True, done: dict | None = None, on_row=None) -> list[dict]:  # fmt: skip
     """Behaviour cloning on the first N games of dataset ``ident`` (under the datasets root ``root``) for each N of
-    ``sizes``; returns one row per size: games, steps, training seconds and the clone's score."""
+    ``sizes``; returns one row per size: games, steps, training seconds and the clone's score.  ``done``: rows
+    already made, by ``(dataset, games)``, returned as they are; ``on_row(row)`` is called after each new one."""
+    done = done or {}
     dataset = load(ident, root)
     meta = json.loads(dataset.storage.metadata["solved2048"])
     task = get_task(meta["task"])
@@ -54,14 +57,19 @@ def clone(ident: str, root, sizes=(100, 1000, 10000), epochs: int = 5, hidden: i
     out = []
     with Oracle.open(checked_table(task, progress)[0]) as oracle:
         for games in sizes:
+            if (ident, games) in done:
+                out.append(done[ident, games])
+                continue
             data = steps_of(dataset, games)
             agent = PolicyNetAgent(rows, cols, "mlp", hidden, seed)
             start = time.perf_counter()
             losses = fit_policy_net(agent, data, epochs=epochs, seed=seed)
             seconds = time.perf_counter() - start
             score = score_policy(task, oracle, agent, seed, progress)
-            out.append({"dataset": ident, "task": task.name, "games": games, "steps": len(data),
-                        "train_seconds": seconds, "final_loss": losses[-1], **score})  # fmt: skip
+            out.append({"dataset": ident, "task": task.name, "games": games, "steps": len(data), "epochs": epochs,
+                        "seed": seed, "train_seconds": seconds, "final_loss": losses[-1], **score})  # fmt: skip
+            if on_row is not None:
+                on_row(out[-1])
             if progress:
                 print(f"{ident}: {games} games ({len(data):,} steps): {score['normalized']:.4f} of V* "
                       f"({score['method']}; trained in {seconds:.0f} s)", flush=True)  # fmt: skip
@@ -93,10 +101,22 @@ def plot(rows: list[dict], path) -> None:
 
 def run_bc(idents: list[str], root, out, sizes=(100, 1000, 10000), epochs: int = 5, seed: int = 0,
            progress: bool = True) -> list[dict]:  # fmt: skip
-    """:func:`clone` for each dataset; writes ``out/bc.json`` and ``out/bc.png``."""
-    rows = [r for ident in idents for r in clone(ident, root, sizes, epochs, seed=seed, progress=progress)]
+    """:func:`clone` for each dataset; writes ``out/bc.json`` (after each clone) and ``out/bc.png``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "bc.json").write_text(json.dumps(rows, indent=1) + "\n")
+    path = out / "bc.json"
+    earlier = json.loads(path.read_text()) if path.exists() else []
+    done = {(r["dataset"], r["games"]): r for r in earlier if r.get("epochs") == epochs and r.get("seed") == seed}
+    rows: list[dict] = []
+
+    def save(row: dict) -> None:
+        done[row["dataset"], row["games"]] = row
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(list(done.values()), indent=1) + "\n")
+        tmp.replace(path)
+
+    for ident in idents:
+        rows += clone(ident, root, sizes, epochs, seed=seed, progress=progress, done=done, on_row=save)
+    path.write_text(json.dumps(rows, indent=1) + "\n")
     plot(rows, out / "bc.png")
     return rows
