@@ -26,7 +26,6 @@ have the same checksums as a local build's, whatever the number of shards.
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from . import codec
-from .build import BuildReport
+from .build import BuildReport, run_directory_build
 from .common import SOLVER_VERSION
 from .forward import canonical_starts, spawn
 from .shards import (
@@ -512,23 +511,4 @@ def build_sharded(
     work = WorkDir(work_dir or out.with_name(out.name + ".work"), spec, SOLVER_VERSION,
                    layout={"backend": "sharded", "shards": n_shards, "shard_min": int(shard_min)})  # fmt: skip
     run = ShardedBuild(engine, spec, n_shards, out, work, progress, shard_min)
-    table = None
-    try:
-        t0 = time.perf_counter()
-        if not work.forward_complete:
-            run.forward()
-        t1 = time.perf_counter()
-        table = TableWriterV2(out, spec, run.start_ids, run.start_probs, layout="directory")
-        run.backward(table)
-        t2 = time.perf_counter()
-        attrs = table.finish(work.forward_counts)
-        t3 = time.perf_counter()
-    except BaseException:
-        if table is not None:
-            table.abort()
-        work.close()
-        raise
-    work.close()
-    if not keep_work:
-        shutil.rmtree(work.path)
-    return BuildReport(out, attrs, t1 - t0, t2 - t1, t3 - t2, n_shards)
+    return run_directory_build(run, spec, out, work, keep_work, n_shards)

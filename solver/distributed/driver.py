@@ -11,14 +11,12 @@ last journalled age with the same owners.  The workers are a group: :class:`Loca
 from __future__ import annotations
 
 import os
-import shutil
-import time
 from pathlib import Path
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..build import BuildReport
+from ..build import BuildReport, run_directory_build
 from ..common import SOLVER_VERSION
 from ..forward import canonical_starts
 from ..shards import merge_shards
@@ -152,7 +150,7 @@ class MaterialBuild:
                 out[owner].add(w)
         return [sorted(s) for s in out]
 
-    def backward(self, table: TableWriterV2, out: Path) -> None:
+    def backward(self, table: TableWriterV2) -> None:
         done = self.work.backward_done
         for age in sorted(done):
             code = self.work.backward_code(age)
@@ -168,7 +166,7 @@ class MaterialBuild:
         try:
             for age in todo:
                 self.workers.settle(age)
-                code = self.workers.write((age // 2) % self.n_workers, self.counts[age], str(out.resolve()))
+                code = self.workers.write((age // 2) % self.n_workers, self.counts[age], str(table.out.resolve()))
                 if age in self.start_ages:
                     self.take_start_values(table, age)
                 table.record_written(age, code["id_bytes"], code["value_bytes"])
@@ -215,23 +213,9 @@ def build_by_material(
         raise ValueError(f"{out} exists and is not a directory: a distributed build writes a table directory")
     work = WorkDir(work_dir or out.with_name(out.name + ".work"), spec, SOLVER_VERSION,
                    layout={"backend": "material", "workers": int(n_workers), "low": int(low)})  # fmt: skip
-    table = None
     try:
         run = MaterialBuild(spec, n_workers, low, work, progress, make_workers)
-        t0 = time.perf_counter()
-        if not work.forward_complete:
-            run.forward()
-        t1 = time.perf_counter()
-        table = TableWriterV2(out, spec, run.start_ids, run.start_probs, layout="directory")
-        run.backward(table, out)
-        t2 = time.perf_counter()
-        attrs = table.finish([run.counts[a] for a in sorted(run.counts)])
     except BaseException:
-        if table is not None:
-            table.abort()
         work.close()
         raise
-    work.close()
-    if not keep_work:
-        shutil.rmtree(work.path)
-    return BuildReport(out, attrs, t1 - t0, t2 - t1, time.perf_counter() - t2, n_workers)
+    return run_directory_build(run, spec, out, work, keep_work, n_workers)
