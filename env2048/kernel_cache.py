@@ -113,8 +113,8 @@ class PackageCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheL
 def install() -> None:
     """Put ``PackageCacheLocator`` first among numba's locators, after a user's ``NUMBA_CACHE_DIR``.
 
-    Must run before the first ``@njit(cache=True)`` of the project is applied (each package's ``__init__`` calls it);
-    calling it again does nothing."""
+    Must run before the first ``@njit(cache=True)`` of the project is applied: importing this module runs it, and
+    each package's ``__init__`` imports it first; calling it again does nothing."""
     classes = caching.CacheImpl._locator_classes
     if PackageCacheLocator in classes:
         return

@@ -52,11 +52,15 @@ def pytest_configure(config):
     tempfile.tempdir = None  # tempfile reads TMPDIR again
 
 
+#: A short path to the session's temporary directory (see :func:`_short_link`).
+SHORT_TMP = Path(SYSTEM_TMP) / f"s2048-{os.getpid()}"
+
+
 def _short_link(target: Path) -> Path:
-    """A short path to ``target``: a symbolic link ``SYSTEM_TMP/s2048-<pid>`` (removed at the end of the session).
-    Ray's Unix sockets live below TMPDIR and their paths may not exceed 107 bytes, which pytest's base temporary
-    directory, with pytest-xdist's ``popen-gwN`` in it, would."""
-    link = Path(SYSTEM_TMP) / f"s2048-{os.getpid()}"
+    """A short path to ``target``: the symbolic link ``SHORT_TMP`` (removed at the end of the session).  Ray's Unix
+    sockets live below TMPDIR and their paths may not exceed 107 bytes, which pytest's base temporary directory,
+    with pytest-xdist's ``popen-gwN`` in it, would."""
+    link = SHORT_TMP
     link.unlink(missing_ok=True)
     link.symlink_to(target, target_is_directory=True)
     return link
@@ -119,7 +123,7 @@ def pytest_sessionfinish(session, exitstatus):
     """The session's table cache (the 3x3 table alone is 125 MB) does not outlive it (pytest keeps its last three
     base temporary directories), nor does the short link to its temporary directory."""
     shutil.rmtree(os.environ["SOLVED2048_HOME"], ignore_errors=True)
-    (Path(SYSTEM_TMP) / f"s2048-{os.getpid()}").unlink(missing_ok=True)
+    SHORT_TMP.unlink(missing_ok=True)
 
 
 #: multiprocessing's helper processes (SB3's SubprocVecEnv starts them): they serve this process until it exits,

@@ -23,6 +23,7 @@ def test_new_keys_go_to_the_least_loaded_worker_largest_first_and_never_move():
     assert keys.tolist() == [7, 9, 5] and owners.tolist() == [0, 1, 2]
     keys, owners = a.assign({7: 1, 9: 50, 11: 5, 13: 4})  # worker 0 has 1, worker 1 has 50, worker 2 nothing
     assert keys.tolist() == [11, 13] and owners.tolist() == [2, 0]
+    assert a.owners_of_keys([7, 9, 5, 11, 13, 99]).tolist() == [0, 1, 2, 2, 0, UNASSIGNED]
     ids = np.array([0], np.uint64)
     assert a.owners_of(ids, 1).tolist() == [UNASSIGNED]  # the empty multiset (key 0) was never assigned
     assert Assignment.from_json(a.to_json()).owners.tolist() == a.owners.tolist()

@@ -49,16 +49,19 @@ def crossing_moves(states, T, rules, lows):
     out = np.empty(4 * states.shape[0], np.uint64)
     levels = np.empty(4 * states.shape[0], np.uint8)
     crossing = np.zeros(n_lows, np.int64)
+    state_keys = np.empty(n_lows, np.uint64)
     legal, m = 0, 0
     for i in range(states.shape[0]):
         b = states[i]
+        for k in range(n_lows):
+            state_keys[k] = material_key(b, cells, lows[k])
         for a in range(4):
             after, _, outcome = move_outcome(b, a, T.rows, T.cols, T.moves, rules)
             if outcome == ILLEGAL:
                 continue
             legal += 1
             level = 0
-            while level < n_lows and material_key(after, cells, lows[level]) != material_key(b, cells, lows[level]):
+            while level < n_lows and material_key(after, cells, lows[level]) != state_keys[level]:
                 crossing[level] += 1
                 level += 1
             if level:

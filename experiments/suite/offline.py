@@ -109,14 +109,17 @@ def run_bc(idents: list[str], root, out, sizes=(100, 1000, 10000), epochs: int =
     done = {(r["dataset"], r["games"]): r for r in earlier if r.get("epochs") == epochs and r.get("seed") == seed}
     rows: list[dict] = []
 
+    def write(kept: list[dict]) -> None:
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(kept, indent=1) + "\n")
+        tmp.replace(path)
+
     def save(row: dict) -> None:
         done[row["dataset"], row["games"]] = row
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(list(done.values()), indent=1) + "\n")
-        tmp.replace(path)
+        write(list(done.values()))
 
     for ident in idents:
         rows += clone(ident, root, sizes, epochs, seed=seed, progress=progress, done=done, on_row=save)
-    path.write_text(json.dumps(rows, indent=1) + "\n")
+    write(rows)
     plot(rows, out / "bc.png")
     return rows

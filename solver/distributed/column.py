@@ -61,7 +61,7 @@ def part_file(work, stage: str, age: int, worker: int, name: str) -> Path:
 def _by_worker(ids: dict[int, np.ndarray], n_workers: int) -> tuple[np.ndarray, np.ndarray]:
     counts = np.array([ids[w].size if w in ids else 0 for w in range(n_workers)], np.int64)
     joined = np.concatenate([ids[w] for w in range(n_workers) if w in ids]) if ids else EMPTY_IDS
-    return joined.astype(np.uint64, copy=False), counts
+    return joined, counts
 
 
 def _split_by_worker(joined: np.ndarray, counts: np.ndarray) -> dict[int, np.ndarray]:
@@ -78,7 +78,7 @@ class ColumnWorker:
         self.n_workers, self.work = assignment.n_workers, str(work)
         self.pending = Pending()
         self._states: dict[int, np.ndarray] = {}
-        self._expanded: dict[int, np.ndarray] = {}
+        self._expanded: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # age -> (afterstates, their material keys)
         self._own: dict[int, np.ndarray] = {}
         self.sent: dict[int, dict[int, np.ndarray]] = {}
         self.received: dict[int, dict[int, np.ndarray]] = {}
@@ -133,17 +133,18 @@ class ColumnWorker:
         """Expand this worker's states of ``age`` (none if it has no pending runs of that age)."""
         states = merge_unique(self.pending.runs.pop(age, []))
         afterstates, terminal = expand(states, self.spec)
-        self._states[age], self._expanded[age] = states, afterstates
-        keys, counts = np.unique(material_keys(afterstates, self.spec.cells, self.assignment.low), return_counts=True)
+        keys = material_keys(afterstates, self.spec.cells, self.assignment.low)
+        self._states[age], self._expanded[age] = states, (afterstates, keys)
+        unique, counts = np.unique(keys, return_counts=True)
         return {"states": int(states.size), "terminal": int(terminal),
-                "key_work": dict(zip((int(k) for k in keys), (int(c) for c in counts), strict=True))}  # fmt: skip
+                "key_work": dict(zip((int(k) for k in unique), (int(c) for c in counts), strict=True))}  # fmt: skip
 
     def send_crossing(self, age: int, new_keys: np.ndarray, new_owners: np.ndarray) -> dict[int, np.ndarray]:
         """Record the keys assigned in this age; keep the expanded afterstates this worker owns and return the
         others by owner (each sorted)."""
         self.assignment.extend(new_keys, new_owners)
-        afterstates = self._expanded.pop(age)
-        owners = self.assignment.owners_of(afterstates, self.spec.cells)
+        afterstates, keys = self._expanded.pop(age)
+        owners = self.assignment.owners_of_keys(keys)
         if np.any(owners < 0):
             raise CrossingMismatch(f"age {age}: an afterstate's key has no owner")
         self._own[age] = afterstates[owners == self.index]
@@ -226,6 +227,7 @@ class ColumnWorker:
         self._save("backward", age, "state_values", state_values)
         for old in [a for a in self._window if a > age + 2]:  # ages a - 2 and a - 4 read only a and a + 2
             del self._window[old]
+        self._window[age] = build_value_index(states, state_values)
         return {"states": int(states.size), "afterstates": int(afterstates.size)}
 
     def write(self, count: AgeCount, out) -> dict:

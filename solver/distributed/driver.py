@@ -24,7 +24,7 @@ from ..spec import SolveSpec
 from ..table_v2 import TableWriterV2
 from ..workdir import AgeCount, WorkDir
 from .column import ColumnWorker, part_file
-from .material import Assignment, material_keys
+from .material import Assignment, key_counts
 
 #: The default threshold: columns are the multisets of tiles >= 2**DEFAULT_LOW.
 DEFAULT_LOW = 3
@@ -90,11 +90,9 @@ class MaterialBuild:
         self.assignment = Assignment(n_workers, low)
         self.start_ids, self.start_probs = canonical_starts(spec)
         self.start_ages = sorted({int(a) for a in spec.ages(self.start_ids)})
-        keys, counts = np.unique(material_keys(self.start_ids, spec.cells, low), return_counts=True)
-        self.assignment.assign(dict(zip((int(k) for k in keys), (int(c) for c in counts), strict=True)))
+        self.assignment.assign(key_counts(self.start_ids, spec.cells, low))
         self.workers = make_workers(spec, self.assignment.copy(), n_workers, str(work.path.resolve()))
         self.counts: dict[int, AgeCount] = {c.age: c for c in work.forward_counts}
-        self.crossing = 0  # crossing afterstates exchanged in this run's forward pass (each: its ID, then its value)
 
     def _restore_assignment(self) -> tuple[np.ndarray, np.ndarray]:
         """The keys the journalled ages assigned, added to the assignment: ``(keys, owners)``."""
@@ -127,7 +125,6 @@ class MaterialBuild:
                         key_work[key] = key_work.get(key, 0) + n
                 new_keys, new_owners = self.assignment.assign(key_work)
                 sent, spawned = self.workers.exchange_and_spawn(age, new_keys, new_owners, self.senders(expanded))
-                self.crossing += sent
                 upcoming = {s["next_age"] for s in spawned} - {None}
                 count = AgeCount(age, sum(e["states"] for e in expanded), sum(s["afterstates"] for s in spawned),
                                  sum(e["terminal"] for e in expanded))  # fmt: skip
@@ -144,9 +141,7 @@ class MaterialBuild:
         keys: those that send it crossing afterstates."""
         out: list[set[int]] = [set() for _ in range(self.n_workers)]
         for w, e in enumerate(expanded):
-            keys = np.array(sorted(e["key_work"]), np.uint64)
-            owners = self.assignment.owners[np.searchsorted(self.assignment.keys, keys)] if keys.size else []
-            for owner in {int(o) for o in owners} - {w}:
+            for owner in {int(o) for o in self.assignment.owners_of_keys(list(e["key_work"]))} - {w}:
                 out[owner].add(w)
         return [sorted(s) for s in out]
 

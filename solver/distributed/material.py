@@ -34,16 +34,10 @@ def material_keys(ids, cells, low):
     return out
 
 
-@numba.njit(cache=True)
-def owners_of(ids, cells, low, keys, owners):
-    """``int64[n]``: the owner of each board of ``ids``, from the assignment ``keys`` (sorted ``uint64[k]``) ->
-    ``owners`` (``int64[k]``); :data:`UNASSIGNED` for a key not in it."""
-    out = np.empty(ids.shape[0], np.int64)
-    for i in range(ids.shape[0]):
-        key = material_key(ids[i], cells, low)
-        j = np.searchsorted(keys, key)
-        out[i] = owners[j] if j < keys.shape[0] and keys[j] == key else UNASSIGNED
-    return out
+def key_counts(ids: np.ndarray, cells: int, low: int) -> dict[int, int]:
+    """``{material key: number of boards}`` of the boards ``ids`` (``uint64[n]``)."""
+    keys, counts = np.unique(material_keys(ids, cells, low), return_counts=True)
+    return dict(zip((int(k) for k in keys), (int(c) for c in counts), strict=True))
 
 
 class Assignment:
@@ -61,8 +55,19 @@ class Assignment:
         self.keys = np.asarray(keys if keys is not None else [], np.uint64)
         self.owners = np.asarray(owners if owners is not None else [], np.int64)
 
+    def owners_of_keys(self, keys) -> np.ndarray:
+        """``int64[n]``: the owner of each material key of ``keys``; :data:`UNASSIGNED` for a key not assigned."""
+        keys = np.asarray(keys, np.uint64)
+        out = np.full(keys.shape, UNASSIGNED, np.int64)
+        if self.keys.size:
+            j = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
+            hit = self.keys[j] == keys
+            out[hit] = self.owners[j[hit]]
+        return out
+
     def owners_of(self, ids: np.ndarray, cells: int) -> np.ndarray:
-        return owners_of(ids, cells, self.low, self.keys, self.owners)
+        """``int64[n]``: the owner of each board of ``ids`` (``uint64[n]``); :data:`UNASSIGNED` for a new key."""
+        return self.owners_of_keys(material_keys(ids, cells, self.low))
 
     def assign(self, key_work: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
         """Give each key of ``key_work`` (key -> its boards in this age) not yet assigned to a worker: largest
@@ -70,12 +75,11 @@ class Assignment:
         Deterministic: ties go to the lower key and the lower worker.  Returns the new ``(keys, owners)``."""
         load = np.zeros(self.n_workers, np.int64)
         fresh = []
-        for key, work in key_work.items():
-            j = int(np.searchsorted(self.keys, np.uint64(key)))
-            if j < self.keys.size and int(self.keys[j]) == int(key):
-                load[self.owners[j]] += work
-            else:
+        for key, owner in zip(key_work, self.owners_of_keys(list(key_work)), strict=True):
+            if owner == UNASSIGNED:
                 fresh.append(int(key))
+            else:
+                load[owner] += key_work[key]
         fresh.sort(key=lambda k: (-key_work[k], k))
         chosen = []
         for key in fresh:
