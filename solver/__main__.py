@@ -6,6 +6,7 @@ Examples::
     python -m solver build --board 2x2 --objective tile:5 --out tables/2x2-32.h5
     python -m solver build --board 4x3 --objective tile:7 --layout directory --out tables/4x3-128
     python -m solver build --board 4x3 --objective tile:6 --backend ray --out tables/4x3-64
+    python -m solver build --board 4x3 --backend ray --address HEAD:6379 --machines 8 --out /shared/4x3
     python -m solver build --board 4x4 --pattern L3 --target 256 --layout directory --out tables/L3-256
     python -m solver build --pattern my-pattern.json --out tables/mine.h5
     python -m solver info tables/3x3.h5 --json
@@ -33,8 +34,8 @@ from env2048.shape import parse_board
 from .build import build, set_threads
 from .common import table_bytes
 from .convert import convert_table
+from .distributed.session import RayUnavailable
 from .forward import run_forward
-from .ray_engine import RayUnavailable
 from .spec import SPAWN_MODELS, SolveSpec
 from .store import Table, TableError, board_text
 from .verify import verify_table
@@ -94,8 +95,8 @@ def cmd_build(args) -> int:
     if args.backend == "ray":
         report = build_on_ray(spec, args)
     else:
-        if args.address or args.shards or args.shard_min is not None:
-            raise ValueError("--address, --shards and --shard-min belong to --backend ray")
+        if args.address or args.machines is not None or args.material_tile is not None:
+            raise ValueError("--address, --machines and --material-tile belong to --backend ray")
         report = build(spec, args.out, args.work_dir, args.threads, progress=not args.quiet,
                        keep_work=args.keep_work, format_version=args.format, layout=args.layout or "file")  # fmt: skip
     a = report.attrs
@@ -103,7 +104,7 @@ def cmd_build(args) -> int:
         f"{spec.describe()}: {a['states']:,} states, {a['afterstates']:,} afterstates "
         f"({a['terminal_states']:,} terminal), start value {a['start_value']:.12g}\n"
         f"forward {report.forward_s:.1f} s, backward {report.backward_s:.1f} s, write {report.write_s:.1f} s "
-        f"on {report.threads} {'shards' if args.backend == 'ray' else 'threads'} -> {report.out}"
+        f"on {report.threads} {'machines' if args.backend == 'ray' else 'threads'} -> {report.out}"
     )
     if report.writer_busy_s:
         print(f"writer thread (coding and writing ages, alongside the passes): busy {report.writer_busy_s:.1f} s")
@@ -111,19 +112,34 @@ def cmd_build(args) -> int:
 
 
 def build_on_ray(spec: SolveSpec, args):
-    """``build --backend ray``: a sharded build (:mod:`solver.sharded`) on the Ray cluster at ``--address``, or on
-    a private Ray started on this machine."""
+    """``build --backend ray``: a build partitioned by material (:mod:`solver.distributed`), one worker per machine
+    of the Ray cluster at ``--address`` (``--machines``: wait for that many), or one worker on a private Ray started
+    on this machine."""
     if args.format != 2 or (args.layout or "directory") != "directory":
         raise ValueError("the Ray backend writes format 2 tables as a directory (--format 2 --layout directory)")
-    if args.shards is not None and args.shards < 1:
-        raise ValueError(f"--shards must be at least 1, got {args.shards}")
-    from .ray_engine import RayEngine, ray_session
-    from .sharded import SHARD_MIN, build_sharded
+    from .distributed.driver import DEFAULT_LOW
+    from .distributed.ray_actors import build_on_actors
+    from .distributed.session import cluster_machines, ray_session
 
-    with ray_session(args.address, num_cpus=args.threads):
-        return build_sharded(RayEngine(), spec, args.out, args.shards, args.work_dir, progress=not args.quiet,
-                             keep_work=args.keep_work,
-                             shard_min=SHARD_MIN if args.shard_min is None else args.shard_min)  # fmt: skip
+    low = DEFAULT_LOW if args.material_tile is None else material_low(args.material_tile)
+    if args.machines is not None and args.machines < 1:
+        raise ValueError(f"--machines must be at least 1, got {args.machines}")
+    if args.machines not in (None, 1) and not args.address:
+        raise ValueError("a private Ray (no --address) is one machine: --machines more than 1 needs --address")
+    with ray_session(args.address, num_cpus=args.threads) as ray:
+        machines = cluster_machines(ray, args.machines)
+        if not args.quiet:
+            print(f"{len(machines)} machine(s): {', '.join(f'{m.cpus} CPUs' for m in machines)}", flush=True)
+        report, _ = build_on_actors(spec, args.out, machines, low=low, work_dir=args.work_dir,
+                                    progress=not args.quiet, keep_work=args.keep_work)  # fmt: skip
+    return report
+
+
+def material_low(tile: int) -> int:
+    """``--material-tile T`` -> the exponent of T (a power of two, at least 8)."""
+    if tile < 8 or tile & (tile - 1):
+        raise ValueError(f"--material-tile must be a power of two of at least 8 (8, 16, 32, ...), got {tile}")
+    return tile.bit_length() - 1
 
 
 def cmd_info(args) -> int:
@@ -260,20 +276,27 @@ def main(argv=None) -> int:
         "--backend",
         default="local",
         choices=("local", "ray"),
-        help="local (default: this process, all cores) or ray (shards as Ray tasks; extra 'distributed')",
+        help="local (default: this process, all cores) or ray (one worker per machine of a Ray cluster, ages cut by "
+        "material; extra 'distributed')",
     )
     p.add_argument(
         "--address",
         default=None,
         help="ray: address of a running Ray cluster (default: start a private one on this machine)",
     )
-    p.add_argument("--shards", type=int, default=None, help="ray: shards per large age (default: the cluster's CPUs)")
     p.add_argument(
-        "--shard-min",
+        "--machines",
         type=int,
         default=None,
-        help="ray: cut an age into shards when the age six below has at least this many afterstates "
-        "(default 262144; smaller ages run whole in the driver; 0 cuts every age)",
+        help="ray with --address: wait until this many machines (Ray nodes) have joined, and run one worker on each "
+        "(default: the machines there at the start)",
+    )
+    p.add_argument(
+        "--material-tile",
+        type=int,
+        default=None,
+        help="ray: the columns of an age are the multisets of its boards' tiles >= this (a power of two >= 8; "
+        "default 8); each machine owns whole columns",
     )
     p.set_defaults(fn=cmd_build)
 
@@ -308,7 +331,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.fn(args)
-    except (ValueError, TableError, WorkDirMismatch, FileNotFoundError, RayUnavailable) as exc:
+    except (ValueError, TableError, WorkDirMismatch, FileNotFoundError, RayUnavailable, TimeoutError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -1,9 +1,10 @@
-"""States' moves computed once, for the sharded backward pass.
+"""States' moves computed once and kept, apart from the Bellman max.
 
-A state shard needs the values of its states' afterstates, which other shards hold: it first sends them the
-canonical afterstates of its moves (the requests), then, once the answers come back, takes the Bellman max.
-:func:`state_moves` computes every move once, for both steps: the requests are its sorted unique keys, and
-:func:`state_values_from_moves` finishes from the stored keys and rewards without moving a board again.
+The local backward pass moves each state and looks its afterstates up in one kernel.  Where the afterstates'
+values are not at hand yet (a worker that must first ask for them), :func:`state_moves` computes every move once:
+the afterstates to ask for are its sorted unique keys (:func:`afterstates_of`), and :func:`state_values_from_moves`
+finishes from the stored keys and rewards without moving a board again.  ``experiments.bench.backward`` counts
+the backward pass's lookups with it.
 
 Moves of ``n`` states: ``keys uint64[n, 4]`` (the canonical afterstate of move ``a``; ``NO_KEY`` = 0 where the
 move is not allowed or ends the game) and ``rewards uint32[n, 4]`` (the move's merge score, 0 under a tile

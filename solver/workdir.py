@@ -20,9 +20,9 @@ Layout (all arrays are ``.npy``; states and afterstates are coded as in table fo
                                       starts from (the two lowest solved ages and the start states' ages), so
                                       that a resumed build computes exactly what an uninterrupted one does
 
-A sharded build (:mod:`solver.sharded`) keeps the same manifest and journal (each forward line also lists the
-states and afterstates per shard) and one file per shard, ``{age:06d}.s{shard:04d}.{name}.npy``; its manifest
-records how the build was cut, and a directory is resumed only the same way.
+A distributed build (:mod:`solver.distributed`) keeps the same manifest and journal (each forward line also lists
+the material keys the age assigned to workers) and one file per worker, ``{age:06d}.w{worker:04d}.{name}.npy``;
+its manifest records how the build was cut, and a directory is resumed only the same way.
 
 Every file is written under a temporary name and renamed into place, and an age's journal line is appended only
 after its files are all in place: a build killed at any moment (even ``kill -9``) leaves a consistent directory
@@ -70,8 +70,8 @@ class WorkDir:
     """A build's work directory (created if missing); see the module docstring for its layout."""
 
     def __init__(self, path: str | os.PathLike, spec: SolveSpec, solver_version: str, layout: dict | None = None):
-        """``layout``: how the build cuts its work (e.g. ``{"backend": "ray", "shards": 8}``); a directory
-        written with another layout is refused, since its files would not fit together."""
+        """``layout``: how the build cuts its work (e.g. ``{"backend": "material", "workers": 8, "low": 3}``); a
+        directory written with another layout is refused, since its files would not fit together."""
         self.path = Path(path)
         self.spec = spec
         (self.path / "forward").mkdir(parents=True, exist_ok=True)
@@ -102,7 +102,6 @@ class WorkDir:
             tmp.write_text(json.dumps(header, indent=1))
             os.replace(tmp, manifest)
         self._forward: list[AgeCount] = []
-        self._forward_shards: dict[int, list[int]] = {}
         self._forward_extra: dict[int, dict] = {}
         self._forward_complete = False
         self._backward: dict[int, dict] = {}
@@ -125,8 +124,6 @@ class WorkDir:
             entry = json.loads(line)
             if "forward" in entry:
                 self._forward.append(AgeCount(**entry["forward"]))
-                if "shards" in entry:
-                    self._forward_shards[self._forward[-1].age] = entry["shards"]
                 if "extra" in entry:
                     self._forward_extra[self._forward[-1].age] = entry["extra"]
             elif "backward" in entry:
@@ -162,21 +159,12 @@ class WorkDir:
         """What the journal recorded with a solved age (the value code's ``value_bits`` and ``value_base``)."""
         return dict(self._backward[int(age)])
 
-    def shard_sizes(self, age: int) -> dict[str, list[int]]:
-        """``{"states": [...], "afterstates": [...]}``: the counts per shard of a forward age recorded by a
-        sharded build."""
-        return {kind: list(sizes) for kind, sizes in self._forward_shards[int(age)].items()}
-
     def forward_extra(self, age: int) -> dict:
         """What a build journalled with a forward age besides its counts (``record_forward``'s ``extra``)."""
         return dict(self._forward_extra.get(int(age), {}))
 
-    def record_forward(self, count: AgeCount, shard_sizes: dict[str, list[int]] | None = None,
-                       extra: dict | None = None) -> None:  # fmt: skip
+    def record_forward(self, count: AgeCount, extra: dict | None = None) -> None:
         entry = {"forward": asdict(count)}
-        if shard_sizes is not None:
-            entry["shards"] = {kind: [int(n) for n in sizes] for kind, sizes in shard_sizes.items()}
-            self._forward_shards[count.age] = entry["shards"]
         if extra is not None:
             entry["extra"] = extra
             self._forward_extra[count.age] = extra

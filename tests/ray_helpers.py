@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from golden_tables import golden
 
-from solver.ray_engine import no_cloud_probes, private_ray_environment
+from solver.distributed.session import no_cloud_probes, private_ray_environment
 from solver.spec import SolveSpec
 
 private_ray_environment()  # before anything imports Ray: loopback only, no usage statistics

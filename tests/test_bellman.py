@@ -1,5 +1,5 @@
 """The backward pass's value index (solver.value_index), grouped Bellman kernels (solver.bellman) and moves kept
-for the sharded backend (solver.moves) against slow pure-Python references: every result equal, float for float,
+apart from the Bellman max (solver.moves) against slow pure-Python references: every result equal, float for float,
 for any group size and partitioned build."""
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ def test_state_values_grouped_matches_reference(cases, score, win_exponent, grou
     values, best, missing = state_values_grouped(states, T, rules, score, index, 2, 1e-12, 0.0, group)
     assert missing == -1
     assert values.tolist() == expected_values and best.tolist() == expected_best
-    # the sharded backend's two steps: moves computed once, their afterstates requested, the max from the moves
+    # in two steps: moves computed once, their afterstates requested, the max from the moves
     moves = Moves(*_state_moves(states, T, rules, score, 2))
     assert afterstates_of(moves, rows * cols).tolist() == sorted(after_values)
     values, best, missing = state_values_from_moves(moves, index, (1e-12, 0.0))

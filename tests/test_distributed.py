@@ -6,11 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from golden_tables import checksums_of, golden, spec_of
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from solver.build import build
 from solver.common import SOLVER_VERSION
 from solver.distributed.column import ColumnWorker, CrossingMismatch
 from solver.distributed.driver import LocalWorkers, build_by_material
+from solver.distributed.lookups import lookup_sorted, merge_parts
 from solver.distributed.material import UNASSIGNED, Assignment, material_keys
 from solver.spec import SolveSpec
 from solver.store import Table
@@ -129,3 +132,23 @@ def test_a_work_directory_is_resumed_only_with_the_same_workers_and_threshold(tm
     for workers, low in ((3, 3), (2, 4)):
         with pytest.raises(WorkDirMismatch, match="resume it the same way"):
             build_by_material(spec, tmp_path / "t", workers, low, progress=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sets(st.integers(0, 2000), max_size=300), st.sets(st.integers(0, 2000), max_size=300))
+def test_lookup_sorted_matches_a_dictionary(held, asked):
+    """Every request present is answered with its value; the first absent one is reported."""
+    ids = np.array(sorted(held), np.uint64)
+    values = ids.astype(np.float64) * 0.5 + 1.0
+    table = {int(i): float(v) for i, v in zip(ids, values, strict=True)}
+    req = np.array(sorted(asked), np.uint64)
+    found, missing = lookup_sorted(ids, values, req)
+    absent = [i for i, r in enumerate(req.tolist()) if r not in table]
+    assert missing == (absent[0] if absent else -1)
+    stop = absent[0] if absent else req.size
+    assert found[:stop].tolist() == [table[r] for r in req[:stop].tolist()]
+
+
+def test_merge_parts_sorts_the_pieces_with_their_values():
+    ids, values = merge_parts([np.array([5, 9], np.uint64), np.array([1, 7], np.uint64)], [[0.5, 0.9], [0.1, 0.7]])
+    assert ids.tolist() == [1, 5, 7, 9] and values.tolist() == [0.1, 0.5, 0.7, 0.9]

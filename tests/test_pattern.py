@@ -19,7 +19,7 @@ from env2048.pattern import Pattern, PatternError, builtin_names, builtin_patter
 from env2048.rules import ILLEGAL, move_outcome, reference_outcome
 from oracle.oracle import Oracle
 from solver.build import build
-from solver.sharded import InProcess, build_sharded
+from solver.distributed.driver import build_by_material
 from solver.spec import SolveSpec
 
 # ---------------------------------------------------------------------------------------------- bad patterns
@@ -140,12 +140,13 @@ def test_solved_patterns_agree_with_brute_force(tmp_path, name):
     assert len(boards) > 100  # the patterns are not trivial
 
 
-def test_sharded_pattern_tables_are_identical_to_the_local_build(tmp_path):
-    """The sharded backend (in process here; Ray runs the same tasks) on a pattern: the local build's datasets."""
+def test_distributed_pattern_tables_are_identical_to_the_local_build(tmp_path):
+    """The distributed build (three workers in process here; Ray runs the same steps) on a pattern, whose locked
+    tiles are part of every board's material: the local build's datasets."""
     spec = SolveSpec.for_pattern(Pattern.from_dict(AGREEMENT["3x3-corner"]))
     build(spec, tmp_path / "local", progress=False, layout="directory")
-    build_sharded(InProcess(), spec, tmp_path / "sharded", 3, progress=False, shard_min=0)
-    assert checksums_of(tmp_path / "sharded") == checksums_of(tmp_path / "local")
+    build_by_material(spec, tmp_path / "distributed", 3, low=3, progress=False)
+    assert checksums_of(tmp_path / "distributed") == checksums_of(tmp_path / "local")
 
 
 def test_the_cli_builds_a_pattern_file_and_reports_the_pattern(tmp_path, capsys):

@@ -27,7 +27,7 @@ LISTEN_AND_WAIT = textwrap.dedent("""
 #: and local port.
 RAY_CHILDREN_CONNECT = textwrap.dedent("""
     import subprocess, sys
-    from solver.ray_engine import ray_session
+    from solver.distributed.session import ray_session
 
     CHILD = '''
     import os, socket, sys, time
@@ -94,7 +94,7 @@ def test_loopback_addresses():
 
 def test_a_private_ray_refuses_to_start_after_ray_was_imported_without_the_loopback_setting():
     require_ray()
-    code = "import ray\nfrom solver.ray_engine import ray_session\nwith ray_session(num_cpus=1):\n    pass\n"
+    code = "import ray\nfrom solver.distributed.session import ray_session\nwith ray_session(num_cpus=1):\n    pass\n"
     env = {k: v for k, v in __import__("os").environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode != 0

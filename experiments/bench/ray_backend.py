@@ -1,15 +1,16 @@
-"""The Ray backend against the local build: wall time, peak memory, and identical tables.
+"""The Ray backend per core against the local build: wall time, peak memory, exchange volume and identical tables.
 
-    python -m experiments.bench.ray_backend [--repeats 3] [--board 3x3] [--objective score] [--shard-min N]
-        [--json FILE]
+    python -m experiments.bench.ray_backend [--repeats 3] [--board 4x3] [--objective tile:7] [--machines 2]
+        [--material-tile 8] [--json FILE]
 
-Each build is the command a user runs (``python -m solver build ... --layout directory`` and the same with
-``--backend ray --threads 2``, which starts a private Ray on this machine and stops it at the end), in its own
-process, numba caches warm (one untimed run of each first, unless ``--no-warmup``).  Local and Ray builds
-alternate; medians of ``--repeats``.  Peak memory is the largest sum of the resident sizes over the command's
-process tree (the Ray daemons and workers included; object-store pages are counted in every process that maps
-them).  The tables' dataset checksums are compared.  The Ray wall time includes starting Ray; the build alone
-(forward + backward + write, as the command prints it) is reported too.
+The local build is ``python -m solver build ... --layout directory --threads M`` (M = ``--machines``).  The Ray
+build runs on a ``ray.cluster_utils.Cluster`` of M one-CPU nodes on 127.0.0.1 started by this script (one worker
+per node: ``--backend ray --address ... --machines M``), so both use M cores.  Each build is its own process,
+numba caches warm (one untimed run of each first, unless ``--no-warmup``); local and Ray builds alternate;
+medians of ``--repeats``.  The cluster is started before and stopped after each Ray build, outside its timing.
+Peak memory is the largest sum of the resident sizes over this script's process tree (for Ray: the cluster's
+daemons and actors too).  The exchange is read from the Ray build's journal: every crossing afterstate travels
+once as an ID (8 B, forward) and once as a value (8 B, backward).  The tables' dataset checksums are compared.
 """
 
 from __future__ import annotations
@@ -47,14 +48,14 @@ def tree_rss_bytes(root: int) -> int:
 
 
 def run_tree_measured(argv: list[str]) -> tuple[float, float, str]:
-    """``(wall seconds, peak process-tree RSS in GB, stdout)`` of one ``python -m solver`` command."""
+    """``(wall seconds, peak RSS in GB of this process's tree, stdout)`` of one ``python -m solver`` command."""
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "solver", *argv], stdout=subprocess.PIPE, text=True)
     peak = [0]
 
     def sample() -> None:
         while proc.poll() is None:
-            peak[0] = max(peak[0], tree_rss_bytes(proc.pid))
+            peak[0] = max(peak[0], tree_rss_bytes(os.getpid()))
             time.sleep(0.25)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -82,31 +83,62 @@ def checksums(path) -> dict[str, str]:
         return t.stored_checksums()
 
 
+def crossing_afterstates(work: Path) -> int:
+    """Crossing afterstates a distributed build's journal recorded, over all forward ages."""
+    lines = (work / "journal.jsonl").read_text().splitlines()
+    return sum(json.loads(line).get("extra", {}).get("crossing", 0) for line in lines if line)
+
+
+def start_cluster(nodes: int):
+    """``nodes`` one-CPU Ray nodes on 127.0.0.1 (no dashboard, no cloud probes); the caller shuts it down."""
+    from ray.cluster_utils import Cluster
+
+    from solver.distributed.session import no_cloud_probes
+
+    node = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "include_dashboard": False}
+    with no_cloud_probes():
+        c = Cluster(initialize_head=True, head_node_args=node)
+        for _ in range(nodes - 1):
+            c.add_node(**node)
+    c.wait_for_nodes()
+    return c
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--board", default="3x3")
-    parser.add_argument("--objective", default="score")
-    parser.add_argument("--shards", type=int, default=2)
-    parser.add_argument("--shard-min", type=int, default=None, help="the Ray build's --shard-min (default its own)")
+    parser.add_argument("--board", default="4x3")
+    parser.add_argument("--objective", default="tile:7")
+    parser.add_argument("--machines", type=int, default=2, help="Ray nodes of one CPU, and the local build's threads")
+    parser.add_argument("--material-tile", type=int, default=8)
     parser.add_argument("--no-warmup", action="store_true", help="time the first run of each too (warm caches)")
     parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
+    from solver.distributed.session import private_ray_environment
+
+    private_ray_environment()  # before Ray is imported: the cluster stays on the loopback
     spec_args = ["--board", args.board, "--objective", args.objective, "--quiet", "--layout", "directory"]
-    ray_args = ["--backend", "ray", "--threads", "2", "--shards", str(args.shards)]
-    if args.shard_min is not None:
-        ray_args += ["--shard-min", str(args.shard_min)]
-    runs: dict[str, list[tuple[float, float, float]]] = {"local": [], "ray": []}
+    runs: dict[str, list[tuple]] = {"local": [], "ray": []}
+    crossing = None
     with tempfile.TemporaryDirectory() as tmp:
         out = {"local": Path(tmp) / "local", "ray": Path(tmp) / "ray"}
         first = 1 if args.no_warmup else 0
         for repeat in range(first, args.repeats + 1):
             for kind in ("local", "ray"):
                 shutil.rmtree(out[kind], ignore_errors=True)
+                shutil.rmtree(Path(tmp) / f"{kind}.work", ignore_errors=True)
                 os.sync()
-                wall, peak, stdout = run_tree_measured(
-                    ["build", *spec_args, "--out", str(out[kind]), *(ray_args if kind == "ray" else [])]
-                )
+                cluster = start_cluster(args.machines) if kind == "ray" else None
+                try:
+                    extra = (["--backend", "ray", "--address", cluster.address, "--machines", str(args.machines),
+                              "--material-tile", str(args.material_tile), "--keep-work"]
+                             if kind == "ray" else ["--threads", str(args.machines)])  # fmt: skip
+                    wall, peak, stdout = run_tree_measured(["build", *spec_args, "--out", str(out[kind]), *extra])
+                finally:
+                    if cluster is not None:
+                        cluster.shutdown()
+                if kind == "ray":
+                    crossing = crossing_afterstates(Path(tmp) / "ray.work")
                 if repeat:  # the first run of each warms the numba caches
                     runs[kind].append((wall, build_seconds(stdout), peak, *phases(stdout)))
                     print(f"{kind:>5}: {wall:6.1f} s wall ({build_seconds(stdout):.1f} s building), peak {peak:.2f} GB",
@@ -114,21 +146,25 @@ def main(argv=None) -> dict:
         identical = checksums(out["local"]) == checksums(out["ray"])
         with Table(out["local"]) as t:
             work = int(t.attrs["states"]) + int(t.attrs["afterstates"])
-            largest = max(t.counts(), key=lambda c: c.states + c.afterstates)
     med = {k: [statistics.median(r[i] for r in v) for i in range(6)] for k, v in runs.items()}
     report = {
-        "board": args.board, "objective": args.objective, "shards": args.shards, "shard_min": args.shard_min,
-        "repeats": args.repeats, "cores": os.cpu_count(), "identical_checksums": identical,
-        "states_plus_afterstates": work,
-        "largest_age": {"age": largest.age, "states": largest.states, "afterstates": largest.afterstates},
+        "board": args.board, "objective": args.objective, "machines": args.machines,
+        "material_tile": args.material_tile, "repeats": args.repeats, "cores": os.cpu_count(),
+        "identical_checksums": identical, "states_plus_afterstates": work, "crossing_afterstates": crossing,
+        "exchange_bytes_per_item": 16 * crossing / work,
         **{kind: {"wall_s": m[0], "build_s": m[1], "peak_gb": m[2], "forward_s": m[3], "backward_s": m[4],
                   "write_s": m[5]} for kind, m in med.items()},
-        "ratio_wall": med["ray"][0] / med["local"][0], "ratio_build": med["ray"][1] / med["local"][1],
+        "ratio_per_core_build": med["local"][1] / med["ray"][1],
+        "ratio_per_core_forward": med["local"][3] / med["ray"][3],
+        "ratio_per_core_backward": med["local"][4] / med["ray"][4],
         "runs": runs,
     }  # fmt: skip
-    print(f"{args.board} {args.objective}: local {med['local'][0]:.1f} s, Ray {med['ray'][0]:.1f} s wall "
-          f"({report['ratio_wall']:.2f}x; building alone {report['ratio_build']:.2f}x), peak {med['local'][2]:.2f} "
-          f"vs {med['ray'][2]:.2f} GB; medians of {args.repeats}; tables "
+    print(f"{args.board} {args.objective}: local ({args.machines} threads) {med['local'][1]:.1f} s, Ray "
+          f"({args.machines} one-CPU nodes) {med['ray'][1]:.1f} s building: per core "
+          f"{report['ratio_per_core_build']:.2f}x the local rate (forward {report['ratio_per_core_forward']:.2f}x, "
+          f"backward "
+          f"{report['ratio_per_core_backward']:.2f}x); exchange {report['exchange_bytes_per_item']:.2f} B per state + "
+          f"afterstate; peak {med['local'][2]:.2f} vs {med['ray'][2]:.2f} GB; medians of {args.repeats}; tables "
           f"{'identical' if identical else 'DIFFERENT'}")  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))

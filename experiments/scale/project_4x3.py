@@ -2,12 +2,17 @@
 
     python -m experiments.scale.project_4x3 --ray RAY.json --shuffle SHUFFLE.json --forward FWD.json [--json OUT]
 
-Inputs (JSON files written by the benchmarks):
+This models the hash-sharded Ray backend, removed on 2026-11-26 (docs/4x3.md); its inputs were measured with
+that backend's benchmarks, and the figures it gave stay in docs/4x3.md as the record.  Issue 38 replaces it with a
+critical-path model per age of the build partitioned by material.
 
-* ``--ray``: ``experiments.bench.ray_backend --board 4x3 --objective tile:K`` — forward and backward seconds of a
-  complete sharded build on Ray and of the local build, with their states + afterstates: rates per core-second.
-* ``--shuffle``: ``experiments.bench.shuffle`` — bytes the sharded build exchanges per state + afterstate, and
-  its largest task.
+Inputs (JSON files written by the benchmarks of the time):
+
+* ``--ray``: ``experiments.bench.ray_backend --board 4x3 --objective tile:K`` (as it then was) — forward and
+  backward seconds of a complete sharded build on Ray and of the local build, with their states + afterstates:
+  rates per core-second.
+* ``--shuffle``: ``experiments.bench.shuffle`` (removed) — bytes the sharded build exchanged per state +
+  afterstate, and its largest task.
 * ``--forward``: ``experiments.bench.tables --skip-3x3 --max-age A`` — the forward pass of the 4x3 score game
   itself (rate, afterstates per state measured to age A) and the table-size projection.
 

@@ -14,5 +14,7 @@ received back to the workers that sent them (values only: both sides kept the ID
 kernels are the local build's, unchanged, so the tables are bit-identical to a local build's.
 
 Modules: :mod:`.material` (keys and their owners), :mod:`.column` (one worker's layers and steps),
-:mod:`.driver` (the age loop over the workers).
+:mod:`.lookups` (values across layers and pieces), :mod:`.driver` (the age loop over the workers),
+:mod:`.ray_actors` (the workers as Ray actors, one per machine) and :mod:`.session` (the Ray cluster and its
+machines).  ``python -m solver build --backend ray`` runs it.
 """

@@ -40,11 +40,11 @@ import numpy as np
 from .. import codec
 from ..backward import solve_states
 from ..forward import Pending, expand, merge_unique
-from ..shards import lookup_sorted, merge_shards, values_from_children
 from ..spec import SolveSpec
 from ..table_v2 import CodedLayer, decode_boards, encode_boards, write_age_file
 from ..value_index import ValueIndex, build_value_index, empty_value_index
 from ..workdir import AgeCount, load_array, save_array, work_file
+from .lookups import lookup_sorted, merge_parts, values_from_children
 from .material import Assignment, material_keys
 
 EMPTY_IDS = np.empty(0, np.uint64)
@@ -220,7 +220,7 @@ class ColumnWorker:
                 raise CrossingMismatch(f"age {age}: {values_in[owner].size} values from worker {owner} for the "
                                        f"{ids.size} crossing afterstates sent to it")  # fmt: skip
         afterstates, values = self._afterstates.pop(age), self._afterstate_values.pop(age)
-        ids, vals = merge_shards([afterstates, *sent.values()], [values, *(values_in[w] for w in sent)])
+        ids, vals = merge_parts([afterstates, *sent.values()], [values, *(values_in[w] for w in sent)])
         states = self._load_boards(age, "states")
         state_values = solve_states(self.spec, states, ids, vals)[0]
         self._save("backward", age, "values", values)
@@ -235,7 +235,7 @@ class ColumnWorker:
         ``{"id_bytes", "value_bytes"}``."""
         age = count.age
         workers = range(self.n_workers)
-        ids, values = merge_shards([self._load_boards(age, "afterstates", w) for w in workers],
+        ids, values = merge_parts([self._load_boards(age, "afterstates", w) for w in workers],
                                    [self._load("backward", age, "values", w) for w in workers])  # fmt: skip
         upper, lower, low_bits = encode_boards(age, ids, self.spec)
         layer = CodedLayer.encode(count, self.spec, upper, lower, low_bits, values,

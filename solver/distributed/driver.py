@@ -19,11 +19,11 @@ from tqdm.auto import tqdm
 from ..build import BuildReport, run_directory_build
 from ..common import SOLVER_VERSION
 from ..forward import canonical_starts
-from ..shards import merge_shards
 from ..spec import SolveSpec
 from ..table_v2 import TableWriterV2
 from ..workdir import AgeCount, WorkDir
 from .column import ColumnWorker, part_file
+from .lookups import merge_parts
 from .material import Assignment, key_counts
 
 #: The default threshold: columns are the multisets of tiles >= 2**DEFAULT_LOW.
@@ -173,7 +173,7 @@ class MaterialBuild:
 
     def take_start_values(self, table: TableWriterV2, age: int) -> None:
         parts = self.workers.start_values(age)
-        states, values = merge_shards([p[0] for p in parts], [p[1] for p in parts])
+        states, values = merge_parts([p[0] for p in parts], [p[1] for p in parts])
         table.starts.take(age, states, values)
 
     def discard_finished(self, age: int) -> None:

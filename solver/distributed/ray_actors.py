@@ -2,8 +2,8 @@
 local kernels on all of its machine's cores, and the crossing afterstates (IDs forward, values back) sent from actor
 to actor, not through the driver.  The driver holds a handful of references per worker and age.
 
-Ray is an optional dependency (``pip install -e ".[distributed]"``); :mod:`solver.ray_engine` starts or joins the
-cluster.
+Ray is an optional dependency (``pip install -e ".[distributed]"``); :mod:`.session` starts or joins the cluster
+and lists its machines.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..ray_engine import import_ray
 from ..spec import SolveSpec
 from .column import ColumnWorker
 from .material import Assignment
+from .session import Machine, import_ray
 
 #: Seconds an actor waits for its peers' deliveries of one age before it gives up (a peer died).
 DELIVERY_TIMEOUT = 3600.0
@@ -29,6 +29,10 @@ DELIVERY_TIMEOUT = 3600.0
 MAX_RESTARTS = 3
 #: Seconds to wait for a restarted actor to come up.
 RESTART_TIMEOUT = 300.0
+#: Fault injection for the tests: ``STEP:WORKER:AGE[,...];DIR`` in the driver's environment makes worker ``WORKER``'s
+#: process exit abruptly (as if killed) in the middle of its step ``STEP`` (``expand`` or ``settle``) of ``AGE``, once:
+#: a marker in ``DIR`` (holding the dead process's ID) keeps the restarted actor alive.
+KILL_ENV = "SOLVED2048_KILL_WORKER_ONCE"
 #: Calls an actor serves at once: its step, and the peers' deliveries that arrive meanwhile (a peer that sends
 #: while this actor sends too must not wait for it: that would deadlock).
 CONCURRENCY = 8
@@ -45,11 +49,13 @@ class ColumnActor:
     worker it started with: after :meth:`reset`, a step of the abandoned attempt still running finishes on the old
     worker (whose files it writes hold what the new attempt writes again), and one still waiting gives up."""
 
-    def __init__(self, spec: SolveSpec, index: int, assignment: dict, work: str, threads: int):
+    def __init__(self, spec: SolveSpec, index: int, assignment: dict, work: str, threads: int,
+                 kill_plan: str | None = None):  # fmt: skip
         import numba
 
-        numba.set_num_threads(threads or numba.config.NUMBA_NUM_THREADS)
-        self.spec, self.index, self.work = spec, index, work
+        cores = numba.config.NUMBA_NUM_THREADS
+        numba.set_num_threads(min(threads or cores, cores))
+        self.spec, self.index, self.work, self.kill_plan = spec, index, work, kill_plan
         self.peers: list = []
         self.arrived = threading.Condition()
         self.epoch = 0
@@ -64,6 +70,21 @@ class ColumnActor:
             self.epoch += 1
             self.worker = ColumnWorker(self.spec, self.index, Assignment.from_json(assignment), self.work)
             self.arrived.notify_all()
+
+    def _maybe_die(self, step: str, age: int) -> None:
+        if not self.kill_plan:
+            return
+        victims, marker_dir = self.kill_plan.split(";", 1)
+        victim = f"{step}:{self.index}:{age}"
+        if victim not in victims.split(","):
+            return
+        try:
+            marker = os.open(os.path.join(marker_dir, victim.replace(":", "-")), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return
+        os.write(marker, str(os.getpid()).encode())
+        os.close(marker)
+        os._exit(1)  # no exception reaches Ray: the process is gone, as if killed
 
     def _wait_for(self, what: str, age: int, epoch: int, delivered, expected) -> None:
         with self.arrived:
@@ -85,7 +106,9 @@ class ColumnActor:
         return self.worker.resume_forward(starts, finished, keys, owners)
 
     def expand(self, age: int) -> dict:
-        return self.worker.expand(age)
+        out = self.worker.expand(age)
+        self._maybe_die("expand", age)
+        return out
 
     def receive_crossing(self, age: int, source: int, ids: np.ndarray) -> None:
         with self.arrived:
@@ -115,6 +138,7 @@ class ColumnActor:
         worker, epoch = self.worker, self.epoch
         out = worker.value_afterstates(age)
         import_ray().get([self.peers[w].receive_values.remote(age, self.index, v) for w, v in out.items()])
+        self._maybe_die("settle", age)
         expected = worker.expected_values(age)
         self._wait_for("crossing values", age, epoch, lambda: worker.values_in.get(age, {}), expected)
         return worker.value_states(age)
@@ -127,23 +151,40 @@ class ColumnActor:
 
 
 class RayWorkers:
-    """``n_workers`` :class:`ColumnActor` s, spread one per node of the cluster as long as there are nodes (each
-    asks for ``cpus_per_worker`` CPUs and runs that many numba threads).  The same steps as
-    :class:`solver.distributed.driver.LocalWorkers`.  Ray restarts an actor that dies (up to ``MAX_RESTARTS``
-    times); the step that was running fails, and :func:`build_on_actors` resumes the build from its work directory."""
+    """One :class:`ColumnActor` per :class:`~.session.Machine`, on that machine's node with its CPUs (numba
+    threads).  The same steps as :class:`solver.distributed.driver.LocalWorkers`.  Ray restarts an actor that dies
+    (up to ``MAX_RESTARTS`` times); the step that was running fails, and :func:`build_on_actors` resumes the build
+    from its work directory."""
 
-    def __init__(self, spec: SolveSpec, assignment: Assignment, n_workers: int, work: str, cpus_per_worker: int = 1):
+    def __init__(self, spec: SolveSpec, assignment: Assignment, machines: list[Machine], work: str):
         ray = self.ray = import_ray()
-        actor = ray.remote(num_cpus=cpus_per_worker, max_concurrency=CONCURRENCY, max_restarts=MAX_RESTARTS,
-                           max_task_retries=0)(ColumnActor)  # fmt: skip
-        state = assignment.to_json()
-        self.actors = [actor.options(scheduling_strategy="SPREAD").remote(spec, w, state, work, cpus_per_worker)
-                       for w in range(n_workers)]  # fmt: skip
-        self.connect()
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    def connect(self) -> None:
-        """Give every actor its peers' handles (again after a restart: a restarted actor starts empty)."""
-        self._gather([a.connect.remote(self.actors) for a in self.actors])
+        actor = ray.remote(max_concurrency=CONCURRENCY, max_restarts=MAX_RESTARTS, max_task_retries=0)(ColumnActor)
+        state, kill_plan = assignment.to_json(), os.environ.get(KILL_ENV)
+        self.actors = []
+        for w, m in enumerate(machines):
+            # soft: an actor whose machine is lost may be restarted on another one with the CPUs free
+            where = "SPREAD" if m.node_id is None else NodeAffinitySchedulingStrategy(m.node_id, soft=True)
+            options = actor.options(num_cpus=m.cpus, scheduling_strategy=where)
+            self.actors.append(options.remote(spec, w, state, work, m.cpus, kill_plan))
+        self.machines = machines
+        self.connect(time.monotonic() + RESTART_TIMEOUT)
+
+    def connect(self, deadline: float) -> None:
+        """Give every actor its peers' handles (again after a restart: a restarted actor starts empty), once every
+        actor is up; :class:`TimeoutError` if some are not by ``deadline`` (``time.monotonic()``)."""
+        refs = [a.connect.remote(self.actors) for a in self.actors]
+        try:
+            self._gather(refs, deadline)
+        except TimeoutError:
+            waiting = [w for w, r in enumerate(refs) if not self.ray.wait([r], timeout=0)[0]]
+            for a in self.actors:
+                self.ray.kill(a)
+            raise TimeoutError(
+                f"workers {waiting} did not start within {RESTART_TIMEOUT:.0f} s: each asks for its machine's "
+                f"CPUs ({', '.join(str(self.machines[w].cpus) for w in waiting)}); does the cluster have them free?"
+            ) from None
 
     def reset(self, assignment: Assignment) -> RayWorkers:
         """Every actor forgets what it holds in memory and gets its peers again, once every actor is up (a
@@ -153,7 +194,7 @@ class RayWorkers:
         deadline = time.monotonic() + RESTART_TIMEOUT
         while True:
             try:
-                self.connect()
+                self.connect(deadline)
                 break
             except ActorUnavailableError:
                 if time.monotonic() > deadline:
@@ -162,12 +203,16 @@ class RayWorkers:
         self._all("reset", assignment.to_json())
         return self
 
-    def _gather(self, refs: list) -> list:
+    def _gather(self, refs: list, deadline: float | None = None) -> list:
         """The results of ``refs``; the first failure is raised as soon as it is known (an actor waiting for a dead
-        peer's deliveries would otherwise keep the driver waiting too)."""
+        peer's deliveries would otherwise keep the driver waiting too); :class:`TimeoutError` if some are still
+        running at ``deadline`` (``time.monotonic()``; default: no limit)."""
         pending = list(refs)
         while pending:
-            ready, pending = self.ray.wait(pending, num_returns=1)
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, pending = self.ray.wait(pending, num_returns=1, timeout=timeout)
+            if not ready:
+                raise TimeoutError(f"{len(pending)} of {len(refs)} calls still running")
             self.ray.get(ready)
         return self.ray.get(list(refs))
 
@@ -205,10 +250,10 @@ class RayWorkers:
             self.ray.kill(a)
 
 
-def build_on_actors(spec: SolveSpec, out, n_workers: int, cpus_per_worker: int = 1, **options):
-    """:func:`solver.distributed.driver.build_by_material` on a :class:`RayWorkers` group of this Ray cluster;
-    when an actor dies the build starts again from its work directory (up to ``MAX_RESTARTS`` times) with the
-    restarted actor.  Returns ``(report, restarts)``."""
+def build_on_actors(spec: SolveSpec, out, machines: list[Machine], **options):
+    """:func:`solver.distributed.driver.build_by_material` with one :class:`ColumnActor` per machine of the
+    connected Ray cluster (:func:`.session.cluster_machines`); when an actor dies the build starts again from its
+    work directory (up to ``MAX_RESTARTS`` times) with the restarted actor.  Returns ``(report, restarts)``."""
     from ray.exceptions import RayActorError
 
     from .driver import build_by_material
@@ -217,14 +262,14 @@ def build_on_actors(spec: SolveSpec, out, n_workers: int, cpus_per_worker: int =
 
     def workers(spec_, assignment, n, work):
         if not group:
-            group.append(RayWorkers(spec_, assignment, n, work, cpus_per_worker))
+            group.append(RayWorkers(spec_, assignment, machines, work))
             return group[0]
         return group[0].reset(assignment)
 
     try:
         for restarts in range(MAX_RESTARTS + 1):
             try:
-                return build_by_material(spec, out, n_workers, make_workers=workers, **options), restarts
+                return build_by_material(spec, out, len(machines), make_workers=workers, **options), restarts
             except RayActorError:
                 if restarts == MAX_RESTARTS:
                     raise

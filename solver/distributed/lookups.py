@@ -1,0 +1,69 @@
+"""Values looked up across a worker's own layers and the pieces its peers send: plain functions on sorted arrays.
+
+A worker values its afterstates from its own states of ages a + 2 and a + 4 (:func:`values_from_children`, the
+local build's kernel), answers the crossing afterstates a peer sent it from its sorted afterstates
+(:func:`lookup_sorted`), and merges its own afterstates with the received ones into one sorted layer
+(:func:`merge_parts`).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..backward import CorruptLayer
+from ..bellman import GROUP, afterstate_values_grouped
+from ..forward import n_chunks_for
+from ..spec import SolveSpec
+from ..value_index import ValueIndex
+
+
+@numba.njit(cache=True, nogil=True)
+def lookup_sorted(ids, values, requests):
+    """Values of sorted ``requests`` (``uint64[q]``) in the sorted unique ``ids`` (``uint64[n]``, ``values``
+    ``float64[n]`` alongside): ``(float64[q], missing)`` with ``missing`` = -1, or the index of the first request
+    not in ``ids``.  One pass: from the last match it gallops ahead (steps 1, 2, 4, ...) then bisects, so a short
+    request costs log steps and a long one a merge."""
+    n = ids.shape[0]
+    out = np.empty(requests.shape[0], np.float64)
+    lo = 0
+    for i in range(requests.shape[0]):
+        key = requests[i]
+        step = 1
+        hi = lo
+        while hi < n and ids[hi] < key:
+            lo = hi + 1
+            hi += step
+            step *= 2
+        hi = min(hi, n)
+        while lo < hi:  # first index in [lo, hi) with ids >= key
+            mid = (lo + hi) // 2
+            if ids[mid] < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo >= n or ids[lo] != key:
+            return out, i
+        out[i] = values[lo]
+    return out, -1
+
+
+def values_from_children(spec: SolveSpec, afterstates: np.ndarray, index2: ValueIndex, index4: ValueIndex):
+    """Afterstate values (``float64[n]``) from value indexes of their children's values (ages + 2, + 4), by the
+    local build's kernel."""
+    T = spec.tables
+    values, missing = afterstate_values_grouped(
+        afterstates, T, spec.p4, spec.spawn_code, index2, index4,
+        n_chunks_for(afterstates.size), GROUP,
+    )  # fmt: skip
+    if missing >= 0:
+        raise CorruptLayer(f"afterstate {int(afterstates[missing]):#x} has a child missing from the next layers")
+    return values
+
+
+def merge_parts(id_pieces, value_pieces) -> tuple[np.ndarray, np.ndarray]:
+    """A layer's boards (sorted ``uint64[n]``) and their values (``float64[n]``) from pieces of it, each sorted."""
+    ids = np.concatenate(list(id_pieces))
+    values = np.concatenate(list(value_pieces))
+    order = np.argsort(ids, kind="stable")
+    return ids[order], values[order]
