@@ -19,6 +19,8 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from env2048.compile_progress import compile_progress
+
 from . import codec
 from .backward import run_backward, solve_states
 from .common import SOLVER_VERSION
@@ -58,7 +60,7 @@ class BuildReport:
 
 def run_directory_build(run, spec: SolveSpec, out: Path, work: WorkDir, keep_work: bool, workers: int) -> BuildReport:
     """A resumable build into the v2 table directory ``out`` by ``run`` (``start_ids``, ``start_probs``,
-    ``forward()`` and ``backward(table)``: :mod:`solver.sharded`, :mod:`solver.distributed`): the forward pass
+    ``forward()`` and ``backward(table)``: :mod:`solver.distributed`): the forward pass
     unless the work directory holds it, then the backward pass; the work directory is closed, and removed after
     success unless ``keep_work``."""
     table = None
@@ -272,8 +274,14 @@ def build(
 
     Finished ages are kept in ``work_dir`` (default ``OUT.work``); running the same build again after an
     interruption resumes from the last finished age.  The work directory is removed after success unless
-    ``keep_work``.
+    ``keep_work``.  With ``progress``, bars show the passes, and the kernels numba compiles on first use
+    (:func:`env2048.compile_progress.compile_progress`).
     """
+    with compile_progress(progress):
+        return _build(spec, out, work_dir, threads, progress, keep_work, format_version, layout)
+
+
+def _build(spec, out, work_dir, threads, progress, keep_work, format_version, layout) -> BuildReport:
     if format_version not in (1, 2):
         raise ValueError(f"table format must be 1 or 2, got {format_version}")
     if format_version == 1 and layout != "file":

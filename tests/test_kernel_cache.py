@@ -82,3 +82,26 @@ def test_only_other_versions_unused_for_long_are_removed(tmp_path):
     os.utime(current, (long_ago, long_ago))
     kernel_cache.remove_stale_versions(tmp_path, keep="current")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["current", "recent"]
+
+
+def test_compile_progress_counts_real_compilations_only(capsys):
+    """A bar appears at the first compilation and counts the functions compiled; calls that compile nothing show
+    no bar, and with progress off nothing is shown."""
+    import numba
+
+    from env2048.compile_progress import COMPILING, compile_progress
+
+    @numba.njit
+    def twice(x):
+        return 2 * x
+
+    with compile_progress() as counter:
+        assert twice(3) == 6
+    assert counter.count == 1
+    assert COMPILING in capsys.readouterr().err
+    with compile_progress() as counter:
+        assert twice(4) == 8  # already compiled for int64
+    assert counter.count == 0 and COMPILING not in capsys.readouterr().err
+    with compile_progress(enabled=False) as counter:
+        assert twice(1.5) == 3.0  # compiles for float64, unseen
+    assert counter.count == 0 and COMPILING not in capsys.readouterr().err

@@ -1,6 +1,12 @@
-"""The 3x3 build on first use and warm: the seconds a new user waits, and which numba kernels they wait for.
+"""First use: the seconds a new user waits for the first priced step, the 3x3 build cold and warm, and which numba
+kernels they wait for.
 
     python -m experiments.bench.first_use [--board 3x3] [--objective score] [--repeats 3] [--compiles] [--json FILE]
+
+*New user* (3x3 only): a fresh process with an empty numba cache and an empty table cache (``SOLVED2048_HOME``)
+runs ``import env2048; env = gym.make("Solved2048-3x3"); env.reset(seed=0)`` and one step whose ``info`` holds
+the oracle's regret: everything a new user meets, the table's build included; then the same again with both
+caches warm (the table is there: the second use).
 
 Each repeat runs ``python -m solver build`` in a fresh process twice with its own empty numba cache directory
 (``NUMBA_CACHE_DIR``): the first run compiles every kernel it calls (what a fresh install does), the second
@@ -30,6 +36,28 @@ def timed_build(board: str, objective: str, cache_dir: str, out: Path) -> float:
            "--quiet"]  # fmt: skip
     t0 = time.perf_counter()
     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+#: What a new user runs: the env with its oracle, to the first step priced by the oracle.
+FIRST_PRICED_STEP = """
+import gymnasium as gym
+import numpy as np
+import env2048
+env = gym.make("Solved2048-3x3")
+obs, info = env.reset(seed=0)
+obs, reward, terminated, truncated, info = env.step(int(np.nanargmax(info["q_values"])))
+assert info["regret"] == 0.0, info
+"""
+
+
+def timed_first_step(cache_dir: str, home: str) -> float:
+    """Wall seconds of :data:`FIRST_PRICED_STEP` in a new process, numba's cache in ``cache_dir`` and the tables
+    in ``home``."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "SOLVED2048_HOME": home}
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", FIRST_PRICED_STEP], env=env, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)  # fmt: skip
     return time.perf_counter() - t0
 
 
@@ -82,21 +110,32 @@ def main(argv=None) -> dict:
     parser.add_argument("--compiles", action="store_true", help="also time every kernel's compilation")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
-    cold, warm = [], []
+    cold, warm, new_user, second_use = [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.repeats):
-            cache = os.path.join(tmp, f"numba-{r}")
+            cache, home = os.path.join(tmp, f"numba-{r}"), os.path.join(tmp, f"home-{r}")
             os.mkdir(cache)
             cold.append(timed_build(args.board, args.objective, cache, Path(tmp) / f"cold-{r}"))
             warm.append(timed_build(args.board, args.objective, cache, Path(tmp) / f"warm-{r}"))
-            print(f"repeat {r + 1}: first use {cold[-1]:.1f} s, warm {warm[-1]:.1f} s", flush=True)
+            line = f"repeat {r + 1}: build first use {cold[-1]:.1f} s, warm {warm[-1]:.1f} s"
+            if (args.board, args.objective) == ("3x3", "score"):
+                os.mkdir(cache + "-user")
+                new_user.append(timed_first_step(cache + "-user", home))
+                second_use.append(timed_first_step(cache + "-user", home))
+                line += f"; new user to the first priced step {new_user[-1]:.1f} s, second use {second_use[-1]:.1f} s"
+            print(line, flush=True)
         report = {"board": args.board, "objective": args.objective, "threads": os.cpu_count(),
                   "first_use_s": cold, "warm_s": warm, "first_use_median_s": statistics.median(cold),
-                  "warm_median_s": statistics.median(warm)}  # fmt: skip
+                  "warm_median_s": statistics.median(warm), "new_user_s": new_user, "second_use_s": second_use,
+                  "new_user_median_s": statistics.median(new_user) if new_user else None,
+                  "second_use_median_s": statistics.median(second_use) if second_use else None}  # fmt: skip
         print(
             f"{args.board} {args.objective} build: first use {report['first_use_median_s']:.1f} s, "
             f"warm {report['warm_median_s']:.1f} s (medians of {args.repeats}; new process each)"
         )
+        if new_user:
+            print(f"new user, gym.make('Solved2048-3x3') to the first priced step: "
+                  f"{report['new_user_median_s']:.1f} s; second use {report['second_use_median_s']:.1f} s")  # fmt: skip
         if args.compiles:
             os.environ["NUMBA_CACHE_DIR"] = os.path.join(tmp, "numba-profile")  # read when numba is imported
             if "numba" in sys.modules:
