@@ -54,14 +54,20 @@ def solve_age(
 
     ``next2`` / ``next4``: ``build_value_index(ids, values)`` of the states of age a+2 / a+4.
     """
-    T = spec.tables
+    a_values = afterstate_values(spec, afterstates, next2, next4)
+    return (*solve_states(spec, states, afterstates, a_values), a_values)
+
+
+def afterstate_values(spec: SolveSpec, afterstates: np.ndarray, next2: ValueIndex, next4: ValueIndex) -> np.ndarray:
+    """Values (``float64[m]``) of sorted ``afterstates`` from value indexes of the states of ages a+2 and a+4;
+    :class:`CorruptLayer` if a spawned child is missing."""
     a_values, missing = afterstate_values_grouped(
-        afterstates, T, spec.p4, spec.spawn_code, next2, next4,
+        afterstates, spec.tables, spec.p4, spec.spawn_code, next2, next4,
         n_chunks_for(afterstates.size), GROUP,
     )  # fmt: skip
     if missing >= 0:
         raise CorruptLayer(f"afterstate {int(afterstates[missing]):#x} has a child missing from the next layers")
-    return (*solve_states(spec, states, afterstates, a_values), a_values)
+    return a_values
 
 
 def run_backward(

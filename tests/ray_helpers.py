@@ -5,13 +5,10 @@ from __future__ import annotations
 import pytest
 from golden_tables import golden
 
-from solver.distributed.session import no_cloud_probes, private_ray_environment
+from solver.distributed.session import local_cluster, private_ray_environment
 from solver.spec import SolveSpec
 
 private_ray_environment()  # before anything imports Ray: loopback only, no usage statistics
-
-#: Every node of the tests' clusters: this machine's loopback, no dashboard.
-NODE = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "include_dashboard": False}
 
 #: What the Ray tests build; "3x3 to 256" is the 3x3 game with the objective of making a 256.
 SPECS = {
@@ -34,13 +31,6 @@ def golden_checksums(name: str) -> dict[str, str]:
 
 
 def start_cluster(nodes: int = 3):
-    """A ``ray.cluster_utils.Cluster`` of ``nodes`` one-CPU nodes on 127.0.0.1 (its processes started without
-    cloud probes, see ``solver.ray_engine.no_cloud_probes``); the caller shuts it down."""
-    from ray.cluster_utils import Cluster
-
-    with no_cloud_probes():
-        c = Cluster(initialize_head=True, head_node_args=NODE)
-        for _ in range(nodes - 1):
-            c.add_node(**NODE)
-    c.wait_for_nodes()
-    return c
+    """``nodes`` one-CPU nodes on 127.0.0.1 (``solver.distributed.session.local_cluster``); the caller shuts it
+    down."""
+    return local_cluster(nodes)

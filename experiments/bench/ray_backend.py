@@ -89,21 +89,6 @@ def crossing_afterstates(work: Path) -> int:
     return sum(json.loads(line).get("extra", {}).get("crossing", 0) for line in lines if line)
 
 
-def start_cluster(nodes: int):
-    """``nodes`` one-CPU Ray nodes on 127.0.0.1 (no dashboard, no cloud probes); the caller shuts it down."""
-    from ray.cluster_utils import Cluster
-
-    from solver.distributed.session import no_cloud_probes
-
-    node = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "include_dashboard": False}
-    with no_cloud_probes():
-        c = Cluster(initialize_head=True, head_node_args=node)
-        for _ in range(nodes - 1):
-            c.add_node(**node)
-    c.wait_for_nodes()
-    return c
-
-
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
@@ -114,7 +99,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--no-warmup", action="store_true", help="time the first run of each too (warm caches)")
     parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
-    from solver.distributed.session import private_ray_environment
+    from solver.distributed.session import local_cluster, private_ray_environment
 
     private_ray_environment()  # before Ray is imported: the cluster stays on the loopback
     spec_args = ["--board", args.board, "--objective", args.objective, "--quiet", "--layout", "directory"]
@@ -128,7 +113,7 @@ def main(argv=None) -> dict:
                 shutil.rmtree(out[kind], ignore_errors=True)
                 shutil.rmtree(Path(tmp) / f"{kind}.work", ignore_errors=True)
                 os.sync()
-                cluster = start_cluster(args.machines) if kind == "ray" else None
+                cluster = local_cluster(args.machines) if kind == "ray" else None
                 try:
                     extra = (["--backend", "ray", "--address", cluster.address, "--machines", str(args.machines),
                               "--material-tile", str(args.material_tile), "--keep-work"]

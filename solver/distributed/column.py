@@ -38,13 +38,13 @@ from pathlib import Path
 import numpy as np
 
 from .. import codec
-from ..backward import solve_states
+from ..backward import afterstate_values, solve_states
 from ..forward import Pending, expand, merge_unique
 from ..spec import SolveSpec
 from ..table_v2 import CodedLayer, decode_boards, encode_boards, write_age_file
 from ..value_index import ValueIndex, build_value_index, empty_value_index
 from ..workdir import AgeCount, load_array, save_array, work_file
-from .lookups import lookup_sorted, merge_parts, values_from_children
+from .lookups import lookup_sorted, merge_parts
 from .material import Assignment, material_keys
 
 EMPTY_IDS = np.empty(0, np.uint64)
@@ -190,7 +190,7 @@ class ColumnWorker:
         """Values of this worker's afterstates of ``age`` from its states of ages + 2 and + 4; returns, for each
         worker that sent crossing afterstates here, their values in the order it sent them."""
         afterstates = self._load_boards(age, "afterstates")
-        values = values_from_children(self.spec, afterstates, self._index(age + 2), self._index(age + 4))
+        values = afterstate_values(self.spec, afterstates, self._index(age + 2), self._index(age + 4))
         self._afterstates[age], self._afterstate_values[age] = afterstates, values
         out = {}
         for source, ids in self._crossing(age, "received").items():

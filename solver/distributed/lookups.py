@@ -1,7 +1,7 @@
 """Values looked up across a worker's own layers and the pieces its peers send: plain functions on sorted arrays.
 
-A worker values its afterstates from its own states of ages a + 2 and a + 4 (:func:`values_from_children`, the
-local build's kernel), answers the crossing afterstates a peer sent it from its sorted afterstates
+A worker values its afterstates from its own states of ages a + 2 and a + 4 with the local build's
+:func:`solver.backward.afterstate_values`, answers the crossing afterstates a peer sent it from its sorted afterstates
 (:func:`lookup_sorted`), and merges its own afterstates with the received ones into one sorted layer
 (:func:`merge_parts`).
 """
@@ -10,12 +10,6 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-
-from ..backward import CorruptLayer
-from ..bellman import GROUP, afterstate_values_grouped
-from ..forward import n_chunks_for
-from ..spec import SolveSpec
-from ..value_index import ValueIndex
 
 
 @numba.njit(cache=True, nogil=True)
@@ -46,19 +40,6 @@ def lookup_sorted(ids, values, requests):
             return out, i
         out[i] = values[lo]
     return out, -1
-
-
-def values_from_children(spec: SolveSpec, afterstates: np.ndarray, index2: ValueIndex, index4: ValueIndex):
-    """Afterstate values (``float64[n]``) from value indexes of their children's values (ages + 2, + 4), by the
-    local build's kernel."""
-    T = spec.tables
-    values, missing = afterstate_values_grouped(
-        afterstates, T, spec.p4, spec.spawn_code, index2, index4,
-        n_chunks_for(afterstates.size), GROUP,
-    )  # fmt: skip
-    if missing >= 0:
-        raise CorruptLayer(f"afterstate {int(afterstates[missing]):#x} has a child missing from the next layers")
-    return values
 
 
 def merge_parts(id_pieces, value_pieces) -> tuple[np.ndarray, np.ndarray]:

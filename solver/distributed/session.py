@@ -145,3 +145,18 @@ def cluster_machines(ray, expect: int | None = None, timeout: float = MACHINE_WA
     if not nodes:
         raise RuntimeError("the Ray cluster has no node with a CPU to run a worker on")
     return [Machine(n["NodeID"], int(n["Resources"]["CPU"])) for n in nodes[: expect or len(nodes)]]
+
+
+def local_cluster(nodes: int):
+    """A ``ray.cluster_utils.Cluster`` of ``nodes`` one-CPU nodes on 127.0.0.1, as several machines on this one
+    (no dashboard; its processes started without cloud probes): for tests and benchmarks.  Call
+    :func:`private_ray_environment` before Ray is imported; the caller shuts the cluster down."""
+    from ray.cluster_utils import Cluster
+
+    node = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "include_dashboard": False}
+    with no_cloud_probes():
+        cluster = Cluster(initialize_head=True, head_node_args=node)
+        for _ in range(nodes - 1):
+            cluster.add_node(**node)
+    cluster.wait_for_nodes()
+    return cluster
