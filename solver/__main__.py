@@ -122,9 +122,7 @@ def build_on_ray(spec: SolveSpec, args):
     from .distributed.session import cluster_machines, ray_session
 
     low = DEFAULT_LOW if args.material_tile is None else material_low(args.material_tile)
-    if args.machines is not None and args.machines < 1:
-        raise ValueError(f"--machines must be at least 1, got {args.machines}")
-    if args.machines not in (None, 1) and not args.address:
+    if args.machines is not None and args.machines > 1 and not args.address:
         raise ValueError("a private Ray (no --address) is one machine: --machines more than 1 needs --address")
     with ray_session(args.address, num_cpus=args.threads) as ray:
         machines = cluster_machines(ray, args.machines)

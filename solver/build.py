@@ -58,32 +58,6 @@ class BuildReport:
         return self.forward_s + self.backward_s + self.write_s
 
 
-def run_directory_build(run, spec: SolveSpec, out: Path, work: WorkDir, keep_work: bool, workers: int) -> BuildReport:
-    """A resumable build into the v2 table directory ``out`` by ``run`` (``start_ids``, ``start_probs``,
-    ``forward()`` and ``backward(table)``: :mod:`solver.distributed`): the forward pass
-    unless the work directory holds it, then the backward pass; the work directory is closed, and removed after
-    success unless ``keep_work``."""
-    table = None
-    try:
-        t0 = time.perf_counter()
-        if not work.forward_complete:
-            run.forward()
-        t1 = time.perf_counter()
-        table = TableWriterV2(out, spec, run.start_ids, run.start_probs, layout="directory")
-        run.backward(table)
-        t2 = time.perf_counter()
-        attrs = table.finish(work.forward_counts)
-    except BaseException:
-        if table is not None:
-            table.abort()
-        work.close()
-        raise
-    work.close()
-    if not keep_work:
-        shutil.rmtree(work.path)
-    return BuildReport(out, attrs, t1 - t0, t2 - t1, time.perf_counter() - t2, workers)
-
-
 def set_threads(threads: int | None) -> int:
     """Use ``threads`` numba threads (default: all); returns the number in use."""
     limit = numba.config.NUMBA_NUM_THREADS

@@ -16,6 +16,7 @@ from sockets import SocketWatch, unrelated_traffic
 
 require_ray()
 
+from solver.distributed.driver import crossing_afterstates  # noqa: E402
 from solver.distributed.ray_actors import KILL_ENV, build_on_actors  # noqa: E402
 from solver.distributed.session import Machine, ray_session  # noqa: E402
 
@@ -43,11 +44,11 @@ def test_ray_tables_are_identical_to_the_local_build(ray_local, tmp_path, name, 
                                        keep_work=True)  # fmt: skip
     assert checksums(out) == golden_checksums(name)
     assert report.threads == n_workers and restarts == 0
-    # every worker ran in its own actor process, and every one of them received crossing afterstates
-    pids = {json.loads(f.read_text())["pid"] for f in (out.parent / f"{name}.work" / "actors").glob("w*.json")}
+    # every worker ran in its own actor process, and the workers exchanged crossing afterstates
+    work = out.parent / f"{name}.work"
+    pids = {json.loads(f.read_text())["pid"] for f in (work / "actors").glob("w*.json")}
     assert len(pids) == n_workers and os.getpid() not in pids
-    journal = (out.parent / f"{name}.work" / "journal.jsonl").read_text().splitlines()
-    assert sum(json.loads(line).get("extra", {}).get("crossing", 0) for line in journal) > 100
+    assert crossing_afterstates(work) > 100
 
 
 def test_workers_the_cluster_cannot_place_are_a_clear_error(ray_local, tmp_path, monkeypatch):

@@ -83,12 +83,6 @@ def checksums(path) -> dict[str, str]:
         return t.stored_checksums()
 
 
-def crossing_afterstates(work: Path) -> int:
-    """Crossing afterstates a distributed build's journal recorded, over all forward ages."""
-    lines = (work / "journal.jsonl").read_text().splitlines()
-    return sum(json.loads(line).get("extra", {}).get("crossing", 0) for line in lines if line)
-
-
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
@@ -99,6 +93,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--no-warmup", action="store_true", help="time the first run of each too (warm caches)")
     parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
+    from solver.distributed.driver import crossing_afterstates
     from solver.distributed.session import local_cluster, private_ray_environment
 
     private_ray_environment()  # before Ray is imported: the cluster stays on the loopback

@@ -10,18 +10,21 @@ last journalled age with the same owners.  The workers are a group: :class:`Loca
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import time
 from pathlib import Path
 
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..build import BuildReport, run_directory_build
+from ..build import BuildReport
 from ..common import SOLVER_VERSION
 from ..forward import canonical_starts
 from ..spec import SolveSpec
 from ..table_v2 import TableWriterV2
-from ..workdir import AgeCount, WorkDir
+from ..workdir import JOURNAL, AgeCount, WorkDir
 from .column import ColumnWorker, part_file
 from .lookups import merge_parts
 from .material import Assignment, key_counts
@@ -190,6 +193,31 @@ class MaterialBuild:
                 part_file(self.work.path, stage, a, w, name).unlink(missing_ok=True)
 
 
+def run_directory_build(run, spec: SolveSpec, out: Path, work: WorkDir, keep_work: bool, workers: int) -> BuildReport:
+    """A resumable build into the v2 table directory ``out`` by ``run`` (a :class:`MaterialBuild`): the forward
+    pass unless the work directory holds it, then the backward pass; the work directory is closed, and removed
+    after success unless ``keep_work``."""
+    table = None
+    try:
+        t0 = time.perf_counter()
+        if not work.forward_complete:
+            run.forward()
+        t1 = time.perf_counter()
+        table = TableWriterV2(out, spec, run.start_ids, run.start_probs, layout="directory")
+        run.backward(table)
+        t2 = time.perf_counter()
+        attrs = table.finish(work.forward_counts)
+    except BaseException:
+        if table is not None:
+            table.abort()
+        work.close()
+        raise
+    work.close()
+    if not keep_work:
+        shutil.rmtree(work.path)
+    return BuildReport(out, attrs, t1 - t0, t2 - t1, time.perf_counter() - t2, workers)
+
+
 def build_by_material(
     spec: SolveSpec,
     out: str | os.PathLike,
@@ -214,3 +242,10 @@ def build_by_material(
         work.close()
         raise
     return run_directory_build(run, spec, out, work, keep_work, n_workers)
+
+
+def crossing_afterstates(work_dir) -> int:
+    """The crossing afterstates a build's work directory journalled over its forward ages (each travels once as
+    an ID and once as a value)."""
+    lines = (Path(work_dir) / JOURNAL).read_text().splitlines()
+    return sum(json.loads(line).get("extra", {}).get("crossing", 0) for line in lines if line)
