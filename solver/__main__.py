@@ -42,7 +42,8 @@ from .verify import verify_table
 from .workdir import WorkDirMismatch
 
 
-def _add_spec_args(p: argparse.ArgumentParser) -> None:
+def add_spec_args(p: argparse.ArgumentParser) -> None:
+    """The options that name a solve (read back by :func:`spec_from_args`), with --threads and --quiet."""
     p.add_argument("--board", default=None, help="RxC, rows x columns (e.g. 3x3, 4x3); at most 16 cells")
     p.add_argument("--objective", default="score", help="score (default) or tile:K (probability of making 2**K)")
     p.add_argument(
@@ -258,7 +259,7 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("build", help="strongly solve a board into an HDF5 table (resumable)")
-    _add_spec_args(p)
+    add_spec_args(p)
     p.add_argument("--out", required=True, help="table file to write (HDF5)")
     p.add_argument("--work-dir", default=None, help="where finished ages are kept (default OUT.work)")
     p.add_argument("--keep-work", action="store_true", help="keep the work directory after success")
@@ -311,7 +312,7 @@ def main(argv=None) -> int:
     p.set_defaults(fn=cmd_info)
 
     p = sub.add_parser("enumerate", help="forward pass only (counts, no values) up to an age")
-    _add_spec_args(p)
+    add_spec_args(p)
     p.add_argument("--max-age", type=int, default=None, help="last age to enumerate, inclusive (default: all)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_enumerate)

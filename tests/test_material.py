@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 from hypothesis import given
 
-from experiments.scale.material import crossing_moves, material_keys
+from experiments.scale.material import crossing_moves, material_keys, measure_age
 from solver.spec import SolveSpec
 
 import naive
@@ -46,8 +46,90 @@ def test_keys_and_crossing_moves_match_the_reference(case):
             assert (key(after, low) != key(grid, low)) == (naive_key(after, low) != naive_key(grid, low))
             assert all(e >= low - 1 for e in naive_key(grid, low - 1) - naive_key(after, low - 1))
         assert (got[0], got[1][i], int((got[3] > i).sum())) == (legal, crossing, crossing)
+        assert np.all(got[4] == 0)  # every crossing move is the one board's
 
 
 def test_spawns_keep_the_key():
     grid = [[3, 0, 5], [0, 6, 1], [0, 0, 7]]
     assert {key(child, 3) for child, _ in naive.spawn_outcomes(grid, 0.1)} == {key(grid, 3)}
+
+
+def test_histogram_and_crossing_pairs_match_a_count_by_hand():
+    """An age's histogram per key and its crossing pairs, against sets built from naive.py: the distinct
+    (afterstate, source key) pairs of the moves that change the key, counted by (source key, target key)."""
+    rng = np.random.default_rng(7)
+    grids = [[[int(v) for v in row] for row in rng.choice([0, 1, 2, 3, 3, 4, 4, 5], size=(3, 3))] for _ in range(300)]
+    states = np.unique(np.array([naive.canonical(g) for g in grids], np.uint64))
+    grids = [naive.unpack(int(b), 3, 3) for b in states]
+    afterstates = np.unique(np.array([naive.canonical(naive.move(g, a)[0]) for g in grids for a in range(4)
+                                      if naive.move(g, a)[0] != g], np.uint64))  # fmt: skip
+    spec = SolveSpec.parse("3x3", "score")
+    row = measure_age(states, afterstates, spec, lows=(3, 4))
+    for low in (3, 4):
+        got = row["by_threshold"][str(1 << low)]
+        expected_states = Counter(key(g, low) for g in grids)
+        expected_after = Counter(key(naive.unpack(int(b), 3, 3), low) for b in afterstates)
+        assert dict(zip(got["keys"], got["states"], strict=True)) == {
+            k: expected_states.get(k, 0) for k in expected_states | expected_after
+        }
+        assert dict(zip(got["keys"], got["afterstates"], strict=True)) == {
+            k: expected_after.get(k, 0) for k in expected_states | expected_after
+        }
+        pairs = set()
+        for g in grids:
+            for a in range(4):
+                after, _ = naive.move(g, a)
+                if after != g and key(after, low) != key(g, low):
+                    pairs.add((naive.canonical(after), key(g, low), key(after, low)))
+        assert pairs, "the boards must make crossing moves for this test to mean anything"
+        by_keys = Counter((source, target) for _, source, target in pairs)
+        assert {(a, b): n for a, b, n in got["pairs"]} == dict(by_keys)
+        assert got["crossing_afterstates"] == len({after for after, _, _ in pairs})
+
+
+def row(keys, states, afterstates, pairs):
+    """One age of a histogram at T = 8, as experiments.scale.material writes it."""
+    cell = {"keys": keys, "states": states, "afterstates": afterstates, "pairs": pairs}
+    return {"states": sum(states), "afterstates": sum(afterstates), "by_threshold": {"8": cell}}
+
+
+def test_critical_path_replays_the_drivers_assignment_by_hand():
+    """Two ages on two machines, worked by hand: new keys go largest first (by afterstates) to the machine with
+    the least work of the age; a crossing pair between machines costs 8 B each way per afterstate and pass; a pair
+    into a key no afterstate has (a won game) costs nothing."""
+    from experiments.scale.critical_path import calibrate, replay, seconds, summary
+
+    pairs_12 = [[0, 1, 1], [1, 18, 4], [1, 99, 5], [17, 18, 2]]
+    ages = {10: row([0, 1, 17], [5, 0, 0], [4, 3, 2], [[0, 1, 3], [0, 17, 2]]),
+            12: row([0, 1, 17, 18], [3, 2, 2, 0], [1, 1, 1, 6], pairs_12)}  # fmt: skip
+    # age 10: key 0 (4) -> machine 0, key 1 (3) -> 1, key 17 (2) -> 1; age 12: machine loads 1 and 2, key 18 -> 0
+    first, second = replay(ages, 8, 2)
+    assert (first.busiest, first.busiest_states, first.busiest_afterstates, first.largest_column) == (9, 5, 4, 9)
+    assert (first.exchange_bytes, first.busiest_nic_bytes) == (5 * 16, 5 * 8)
+    assert (second.busiest, second.busiest_states, second.busiest_afterstates, second.largest_column) == (10, 3, 7, 6)
+    assert (second.exchange_bytes, second.busiest_nic_bytes) == (7 * 16, 7 * 8)
+    assert seconds([first, second], cores=1, rate=1.0, nic_gbps=None)["total_s"] == 19
+    assert summary([first, second], 2)["imbalance"] == 19 * 2 / 30
+    one = replay(ages, 8, 1)
+    assert [x.busiest for x in one] == [14, 16] and all(x.exchange_bytes == 0 for x in one)
+    # a Ray run that took exactly the model's time at the local build's rate has no overhead
+    assert calibrate(ages, 8, local_seconds=15.0, ray_seconds=19.0)["overhead"] == 1.0
+
+
+def test_projection_replays_measured_ages_and_models_later_ones_on_the_last_quarter():
+    """project_4x3 on a two-age histogram: measured ages as replayed, and an unmeasured published age given the
+    last quarter's afterstates per state, imbalance and bytes per item (here: the last measured age's)."""
+    from experiments.scale.critical_path import replay
+    from experiments.scale.project_4x3 import check_counts, extend
+
+    ages = {10: row([0, 1], [4, 0], [3, 3], [[0, 1, 2]]), 12: row([0, 1], [2, 4], [2, 6], [[0, 1, 1]])}
+    published = np.array([[10, 4], [12, 6], [14, 60]], np.int64)
+    assert check_counts(ages, published) == 12
+    assert check_counts(ages, published + [0, 1]) == -1
+    measured = replay(ages, 8, 2)  # key 0 -> machine 0, key 1 -> machine 1; age 12: machine 1 has 10 of 14
+    loads, model = extend(measured, published, 2)
+    assert loads[:2] == measured and model["from_age"] == 12
+    assert model["imbalance"] == 10 * 2 / 14 and model["afterstates_per_state"] == 8 / 6
+    last = loads[2]
+    assert (last.age, last.states, last.afterstates) == (14, 60, 80)
+    assert last.busiest == round(140 * 10 / 14) and last.exchange_bytes == round(140 * 16 / 14)

@@ -1,0 +1,175 @@
+"""The critical path of the build partitioned by material on M machines, replayed from a measured histogram.
+
+    python -m experiments.scale.critical_path HIST.jsonl --tile 8 --machines 1 2 8 64 [--cores 16 --rate R]
+
+``HIST.jsonl`` is what ``python -m experiments.scale.material --json`` writes: for every age and threshold T, the
+states and afterstates of each material key and the crossing pairs (source key, target key, afterstates).  Ages
+run one after another (age a needs the values of a + 2 and a + 4), so an age takes as long as its busiest
+machine.  For each machine count M this replays, age by age:
+
+* the assignment: the keys new in an age go to machines exactly as the distributed driver gives them
+  (:class:`solver.distributed.material.Assignment`: largest first, each to the machine with the least work of
+  that age, weighed by afterstates), and a key never moves;
+* compute: the busiest machine's states + afterstates, at ``rate`` per core-second on ``cores`` cores;
+* exchange: every crossing pair whose source and target keys sit on different machines sends each of its
+  afterstates twice, once as an ID (8 B, forward) and once as a value (8 B, backward); a target key that no
+  afterstate of the age has is a won game, whose value is known.  A machine's NIC carries 8 B per such afterstate
+  in each direction; the age waits for the busiest NIC at ``nic_gbps``.
+
+The sum over ages, times an ``overhead`` factor, is the model's build time.  :func:`calibrate` measures that
+factor: the model of a build measured on this machine (local on 2 threads, Ray on two one-CPU nodes) against the
+measured Ray time.  The figures count pairs per source key, so an afterstate reached from two keys of the same
+machine is counted twice: the exchange is an upper bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+import numpy as np
+
+from solver.distributed.material import UNASSIGNED, Assignment
+
+from .material import load_ages
+
+#: Bytes per crossing afterstate and direction: an 8-byte ID forward, an 8-byte value backward.
+ID_BYTES = VALUE_BYTES = 8
+
+
+@dataclass
+class AgeLoad:
+    """One age on M machines: work in states + afterstates, bytes in both passes."""
+
+    age: int
+    states: int
+    afterstates: int
+    busiest: int  # states + afterstates of the busiest machine
+    busiest_states: int
+    busiest_afterstates: int
+    largest_column: int  # states + afterstates of the largest key
+    exchange_bytes: int  # all machines, both passes, IDs and values
+    busiest_nic_bytes: int  # the busiest machine's bytes in one direction, both passes
+
+    @property
+    def work(self) -> int:
+        return self.states + self.afterstates
+
+
+def replay(ages: dict[int, dict], tile: int, machines: int) -> list[AgeLoad]:
+    """Each age of the histogram ``ages`` (``{age: row}``, as :func:`experiments.scale.material.load_ages` reads
+    it) on ``machines`` machines at threshold ``tile``, keys assigned as the distributed driver assigns them."""
+    low = int(tile).bit_length() - 1
+    if tile < 8 or tile != 1 << low:
+        raise ValueError(f"the threshold must be a power of two >= 8, got {tile}")
+    assignment = Assignment(machines, low)
+    out = []
+    for age in sorted(ages):
+        row = ages[age]["by_threshold"].get(str(tile))
+        if row is None:
+            raise ValueError(f"age {age} was not measured at T = {tile} (it has {sorted(ages[age]['by_threshold'])})")
+        keys = np.asarray([int(k) for k in row["keys"]], np.uint64)
+        states, after = np.asarray(row["states"], np.int64), np.asarray(row["afterstates"], np.int64)
+        owners = assignment.owners_of_keys(keys)
+        # the driver weighs keys by their expanded afterstates; a key with states only is new only at the start
+        weight = np.where(after > 0, after, np.where(owners == UNASSIGNED, states, 0))
+        assignment.assign({int(k): int(w) for k, w, a, o in zip(keys, weight, after, owners, strict=True)
+                           if a > 0 or o == UNASSIGNED})  # fmt: skip
+        owners = assignment.owners_of_keys(keys)
+        load_states = np.bincount(owners, weights=states, minlength=machines).astype(np.int64)
+        load_after = np.bincount(owners, weights=after, minlength=machines).astype(np.int64)
+        busiest = int(np.argmax(load_states + load_after))
+        nic = np.zeros(machines, np.int64)
+        exchanged = 0
+        if row["pairs"]:
+            pairs = np.asarray([[int(a), int(b), int(n)] for a, b, n in row["pairs"]], dtype=object)
+            source = assignment.owners_of_keys(np.asarray(pairs[:, 0], np.uint64))
+            target = assignment.owners_of_keys(np.asarray(pairs[:, 1], np.uint64))
+            count = np.asarray(pairs[:, 2], np.int64)
+            far = (source != target) & (target != UNASSIGNED)  # a key no afterstate has: a won game, no value
+            exchanged = int(count[far].sum())
+            nic += np.bincount(source[far], weights=count[far], minlength=machines).astype(np.int64)
+            nic += np.bincount(target[far], weights=count[far], minlength=machines).astype(np.int64)
+        out.append(AgeLoad(age=age, states=int(states.sum()), afterstates=int(after.sum()),
+                           busiest=int(load_states[busiest] + load_after[busiest]),
+                           busiest_states=int(load_states[busiest]), busiest_afterstates=int(load_after[busiest]),
+                           largest_column=int((states + after).max()) if keys.size else 0,
+                           exchange_bytes=exchanged * (ID_BYTES + VALUE_BYTES),
+                           busiest_nic_bytes=int(nic.max()) * ID_BYTES))  # fmt: skip
+    return out
+
+
+def seconds(loads: list[AgeLoad], cores: int, rate: float, nic_gbps: float | None, overhead: float = 1.0) -> dict:
+    """The model's time for ``loads``: compute (the busiest machine of every age at ``rate`` states + afterstates
+    per core-second on ``cores`` cores) and network (the busiest NIC of every age at ``nic_gbps``; None: free),
+    each summed over the ages, and their total times ``overhead``."""
+    compute = sum(x.busiest for x in loads) / (cores * rate)
+    network = 0.0 if nic_gbps is None else sum(x.busiest_nic_bytes for x in loads) / (nic_gbps * 1e9 / 8)
+    return {"compute_s": compute, "network_s": network, "total_s": overhead * (compute + network)}
+
+
+def summary(loads: list[AgeLoad], machines: int) -> dict:
+    """Work-weighted shares of ``loads`` on ``machines`` machines: the imbalance (the busiest machine's work over
+    an even share, summed over ages), the largest column's share of the work, and bytes per state + afterstate
+    (all exchanged, and through the busiest NIC)."""
+    work = sum(x.work for x in loads)
+    return {"machines": machines, "ages": len(loads), "states_and_afterstates": work,
+            "imbalance": sum(x.busiest for x in loads) * machines / work,
+            "critical_path_share": sum(x.busiest for x in loads) / work,
+            "largest_column_share": sum(x.largest_column for x in loads) / work,
+            "exchange_bytes_per_item": sum(x.exchange_bytes for x in loads) / work,
+            "busiest_nic_bytes_per_item": sum(x.busiest_nic_bytes for x in loads) / work}  # fmt: skip
+
+
+def calibrate(ages: dict[int, dict], tile: int, local_seconds: float, ray_seconds: float, workers: int = 2) -> dict:
+    """The model's ``overhead`` from one build measured on this machine: the local build on ``workers`` threads
+    (its rate per core-second is the model's rate) against the Ray build on ``workers`` one-CPU nodes, network
+    free (loopback).  Returns the rate, the modelled and the measured Ray seconds, and their ratio."""
+    loads = replay(ages, tile, workers)
+    rate = sum(x.work for x in loads) / (local_seconds * workers)
+    modelled = seconds(loads, cores=1, rate=rate, nic_gbps=None)["total_s"]
+    return {"rate_per_core_second": rate, "modelled_ray_s": modelled, "measured_ray_s": ray_seconds,
+            "overhead": ray_seconds / modelled}  # fmt: skip
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("histogram", help="JSON Lines of python -m experiments.scale.material --json")
+    parser.add_argument("--tile", type=int, default=8, help="the material threshold T (default 8)")
+    parser.add_argument("--machines", type=int, nargs="+", default=[1, 2, 8, 64])
+    parser.add_argument("--cores", type=int, default=16, help="cores per machine (default 16)")
+    parser.add_argument("--rate", type=float, default=None,
+                        help="states + afterstates per core-second (default: from --calibrate)")  # fmt: skip
+    parser.add_argument("--nic-gbps", type=float, default=10.0)
+    parser.add_argument("--calibrate", type=float, nargs=2, metavar=("LOCAL_S", "RAY_S"), default=None,
+                        help="seconds of this build: local on 2 threads, Ray on 2 one-CPU nodes")  # fmt: skip
+    args = parser.parse_args(argv)
+    ages = load_ages(args.histogram)
+    if not ages:
+        parser.error(f"{args.histogram} holds no measured age")
+    out: dict = {"tile": args.tile, "cores": args.cores, "machines": {}}
+    rate, overhead = args.rate, 1.0
+    if args.calibrate:
+        cal = calibrate(ages, args.tile, *args.calibrate)
+        out["calibration"] = cal
+        rate = rate or cal["rate_per_core_second"]
+        overhead = cal["overhead"]
+        print(f"calibration: local {args.calibrate[0]:.1f} s on 2 threads = {cal['rate_per_core_second']:,.0f} per "
+              f"core-second; the model gives Ray on 2 x 1 CPU {cal['modelled_ray_s']:.1f} s, measured "
+              f"{cal['measured_ray_s']:.1f} s: overhead x{cal['overhead']:.3f}")  # fmt: skip
+    if rate is None:
+        parser.error("give --rate or --calibrate")
+    for m in args.machines:
+        loads = replay(ages, args.tile, m)
+        s = summary(loads, m)
+        t = seconds(loads, args.cores, rate, args.nic_gbps, overhead)
+        out["machines"][m] = {**s, **t}
+        print(f"{m:>3} x {args.cores} cores: imbalance {s['imbalance']:.3f}, exchange "
+              f"{s['exchange_bytes_per_item']:.2f} B per item (busiest NIC {s['busiest_nic_bytes_per_item']:.2f}); "
+              f"compute {t['compute_s']:,.0f} s + network {t['network_s']:,.0f} s, x{overhead:.3f} = "
+              f"{t['total_s']:,.0f} s")  # fmt: skip
+    return out
+
+
+if __name__ == "__main__":
+    main()
