@@ -133,3 +133,16 @@ def test_projection_replays_measured_ages_and_models_later_ones_on_the_last_quar
     last = loads[2]
     assert (last.age, last.states, last.afterstates) == (14, 60, 80)
     assert last.busiest == round(140 * 10 / 14) and last.exchange_bytes == round(140 * 16 / 14)
+
+
+def test_endgame_projection_scales_the_histograms_shares():
+    """A projected table on M machines: the busiest machine's share of the work at the rate, and the bytes per
+    item, from a replayed histogram's summary."""
+    from experiments.scale.critical_path import replay, summary
+    from experiments.scale.project_endgame import project_table
+
+    ages = {10: row([0, 1], [4, 0], [3, 3], [[0, 1, 2]])}  # machine 0: 7 of 10, 2 afterstates cross
+    models = {2: summary(replay(ages, 8, 2), 2)}
+    got = project_table(1e9, 0.5, 0.1, models, cores=10, rate=1e6, overhead=2.0, nic_gbps=None)[2]
+    assert np.isclose(got["hours"], 2.0 * 1e9 * 0.7 / 1e7 / 3600)
+    assert np.isclose(got["network_tb"], 1e9 * 2 * 16 / 10 / 1e12)

@@ -121,6 +121,19 @@ def summary(loads: list[AgeLoad], machines: int) -> dict:
             "busiest_nic_bytes_per_item": sum(x.busiest_nic_bytes for x in loads) / work}  # fmt: skip
 
 
+def modelled_load(age: int, states: int, afterstates: int, model: dict, machines: int) -> AgeLoad:
+    """An age of ``states`` and ``afterstates`` that was not measured, on ``machines`` machines, given the shares
+    of a measured one (``model``: a :func:`summary`): the busiest machine holds ``imbalance / machines`` of it, and
+    the largest column and the bytes scale with its work."""
+    work = states + afterstates
+    share = model["imbalance"] / machines
+    return AgeLoad(age=age, states=states, afterstates=afterstates, busiest=round(work * share),
+                   busiest_states=round(states * share), busiest_afterstates=round(afterstates * share),
+                   largest_column=round(work * model["largest_column_share"]),
+                   exchange_bytes=round(work * model["exchange_bytes_per_item"]),
+                   busiest_nic_bytes=round(work * model["busiest_nic_bytes_per_item"]))  # fmt: skip
+
+
 def calibrate(ages: dict[int, dict], tile: int, local_seconds: float, ray_seconds: float, workers: int = 2) -> dict:
     """The model's ``overhead`` from one build measured on this machine: the local build on ``workers`` threads
     (its rate per core-second is the model's rate) against the Ray build on ``workers`` one-CPU nodes, network

@@ -35,7 +35,7 @@ from experiments.bench.tables import PUBLISHED_4X3
 from solver.build import HOLD_BYTES
 from solver.value_index import MAX_LOAD, table_bits
 
-from .critical_path import AgeLoad, replay, seconds, summary
+from .critical_path import AgeLoad, modelled_load, replay, seconds, summary
 from .material import load_ages
 
 HOUR = 3600.0
@@ -71,14 +71,8 @@ def extend(loads: list[AgeLoad], published: np.ndarray, machines: int) -> tuple[
     last = loads[-1].age
     out = list(loads)
     for age, states in published[published[:, 0] > last]:
-        after = int(round(states * model["afterstates_per_state"]))
-        work = int(states) + after
-        share = model["imbalance"] / machines
-        out.append(AgeLoad(age=int(age), states=int(states), afterstates=after, busiest=int(round(work * share)),
-                           busiest_states=int(round(states * share)), busiest_afterstates=int(round(after * share)),
-                           largest_column=int(round(work * model["largest_column_share"])),
-                           exchange_bytes=int(round(work * model["exchange_bytes_per_item"])),
-                           busiest_nic_bytes=int(round(work * model["busiest_nic_bytes_per_item"]))))  # fmt: skip
+        after = round(int(states) * model["afterstates_per_state"])
+        out.append(modelled_load(int(age), int(states), after, model, machines))
     return out, model
 
 

@@ -1,10 +1,12 @@
-"""Cost of the big endgame tables (LL at 4096, 4431 and 444 at 2048) on a Ray cluster, projected from the pattern
-tables built here.
+"""Cost of the big endgame tables (LL at 4096, 4431 and 444 at 2048) on M machines, projected from the pattern
+tables built here and the critical-path model of the build partitioned by material.
 
-    python -m experiments.scale.project_endgame --tables DIR [DIR ...] [--json OUT]
+    python -m experiments.scale.project_endgame --tables DIR [DIR ...] --histogram HIST.jsonl --rate R
+        [--overhead X] [--json OUT]
 
 Inputs: built pattern tables (``python -m solver build --pattern NAME --target T --layout directory``): their
-states, afterstates, bytes on disk and per-age counts.
+states, afterstates, bytes on disk and per-age counts; and the material histogram of a pattern
+(``python -m experiments.scale.material --pattern L3 --target 256 --json HIST.jsonl``).
 
 Model:
 
@@ -14,12 +16,13 @@ Model:
   doubles as the target doubles", is the low end); 4431 at 2048 and LL at
   4096, which we have no table of, scale 444's by the community's table sizes (650 GB and 1.1 TB against 130 GB,
   game-difficulty/2048EndgameTablebase help.md, 10.1);
-* time: items / (rate per core-second x cores x machines), forward and backward, at the Ray backend's rates per
-  core measured on 4x3 ``tile:7`` (``experiments.bench.ray_backend``; docs/solver-performance.md) and, as the best case,
-  the local rates these pattern builds reached;
-* disk: afterstates x the measured bits per afterstate; memory per worker: the largest age's share of the items,
-  cut into ``shards per core x cores x machines`` shards, at 32 bytes per item (value index slot + keys), and the
-  write task, which holds a whole age's afterstates (ID and value, 16 bytes each) while it codes them.
+* time, network and memory: :mod:`experiments.scale.critical_path` replays the histogram's pattern on M machines
+  (the driver's assignment of material keys); its shares (the busiest machine's work over an even share, bytes
+  exchanged and through the busiest NIC per state + afterstate) are applied to the projected counts, at ``R``
+  states + afterstates per core-second and the overhead ``X`` that ``critical_path --calibrate`` measured.  That
+  a big table splits like the small pattern measured is an assumption;
+* disk: afterstates x the measured bits per afterstate; memory per machine: the local backward pass's arrays
+  (``project_4x3.local_backward_bytes``) for the busiest machine's share of the largest age.
 """
 
 from __future__ import annotations
@@ -31,12 +34,14 @@ from pathlib import Path
 from solver.common import table_bytes
 from solver.store import Table
 
+from .critical_path import modelled_load, replay, seconds, summary
+from .material import load_ages
+from .project_4x3 import local_backward_bytes
+
 HOUR = 3600.0
 GB = 1e9
 #: game-difficulty/2048EndgameTablebase, docs_and_configs/help/help.md, 10.1 "Table Size Reference" (uncompressed)
 COMMUNITY_BYTES = {"444-2048": 130e9, "4431-2048": 650e9, "LL-4096": 1.1e12}
-#: Ray backend per core-second on 4x3 tile:7 (experiments.bench.ray_backend, 2026-11-24): forward, backward
-RAY_RATES = (3.14e6, 1.12e6)
 
 
 def table_facts(path) -> dict:
@@ -58,12 +63,33 @@ def growth_per_doubling(facts: list[dict], free: int, low: int, high: int) -> li
     return [by[(n, high)]["items"] / by[(n, low)]["items"] for n, t in by if t == low and (n, high) in by]
 
 
+def project_table(items: float, after_share: float, largest_age_share: float, models: dict[int, dict], cores: int,
+                  rate: float, overhead: float, nic_gbps: float) -> dict:  # fmt: skip
+    """One projected table of ``items`` states + afterstates (``after_share`` of them afterstates, the largest age
+    ``largest_age_share`` of them) on each machine count of ``models`` (``{M: critical_path.summary}``): hours,
+    network TB and memory per machine."""
+    afterstates = round(items * after_share)
+    states = round(items) - afterstates
+    out = {}
+    for m, model in models.items():
+        whole = modelled_load(0, states, afterstates, model, m)
+        t = seconds([whole], cores, rate, nic_gbps, overhead)
+        peak = modelled_load(0, round(states * largest_age_share), round(afterstates * largest_age_share), model, m)
+        out[m] = {"hours": t["total_s"] / HOUR, "network_tb": whole.exchange_bytes / 1e12,
+                  "memory_gb": local_backward_bytes(peak.busiest_states, peak.busiest_afterstates) / GB}  # fmt: skip
+    return out
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tables", nargs="+", required=True, help="built pattern tables (directories or files)")
+    parser.add_argument("--histogram", required=True, help="material histogram of a pattern (JSON Lines)")
+    parser.add_argument("--tile", type=int, default=8, help="the material threshold T (default 8)")
+    parser.add_argument("--rate", type=float, required=True, help="states + afterstates per core-second")
+    parser.add_argument("--overhead", type=float, default=1.0, help="from critical_path --calibrate (default 1)")
     parser.add_argument("--cores", type=int, default=16, help="cores per machine (default 16)")
-    parser.add_argument("--machines", type=int, nargs="+", default=[1, 8])
-    parser.add_argument("--shards-per-core", type=int, default=4)
+    parser.add_argument("--machines", type=int, nargs="+", default=[1, 2, 8, 64])
+    parser.add_argument("--nic-gbps", type=float, default=10.0)
     parser.add_argument("--json", default=None, help="also write the projection here")
     args = parser.parse_args(argv)
     facts = [table_facts(p) for p in args.tables]
@@ -85,25 +111,27 @@ def main(argv=None) -> None:
     doublings = (2048 // base["target"]).bit_length() - 1
     g_low, g_high = min(growth), max(growth)
     print(f"444-2048 = 444-{base['target']} x g^{doublings}, g = {g_low:.2f} ... {g_high:.2f}")
+    ages = load_ages(args.histogram)
+    models = {m: summary(replay(ages, args.tile, m), m) for m in args.machines}
+    for m, model in models.items():
+        print(f"histogram on {m} machines: imbalance {model['imbalance']:.3f}, exchange "
+              f"{model['exchange_bytes_per_item']:.2f} B per item (busiest NIC "
+              f"{model['busiest_nic_bytes_per_item']:.2f})")  # fmt: skip
     bits = sum(8 * f["bytes"] / f["afterstates"] for f in facts) / len(facts)
     after_share = sum(f["afterstates"] / f["items"] for f in facts) / len(facts)
     share = max(f["largest_age_share"] for f in facts)
-    out = {"growth": growth, "base": base, "bits_per_afterstate": bits, "rows": []}
+    out = {"growth": growth, "base": base, "bits_per_afterstate": bits, "models": models, "rows": []}
     for name in ("444-2048", "4431-2048", "LL-4096"):
         scale = COMMUNITY_BYTES[name] / COMMUNITY_BYTES["444-2048"]
         for g in (g_low, g_high):
             items = base["items"] * g**doublings * scale
-            row = {"table": name, "g": g, "items": items, "disk_tb": items * after_share * bits / 8 / 1e12}
-            for m in args.machines:
-                cores = args.cores * m
-                row[f"ray_hours_{m}"] = items / cores * (1 / RAY_RATES[0] + 1 / RAY_RATES[1]) / HOUR
-                row[f"task_gb_{m}"] = items * share / (args.shards_per_core * cores) * 32 / GB
-            row["write_task_gb"] = items * share * after_share * 16 / GB
+            row = {"table": name, "g": g, "items": items, "disk_tb": items * after_share * bits / 8 / 1e12,
+                   "machines": project_table(items, after_share, share, models, args.cores, args.rate, args.overhead,
+                                             args.nic_gbps)}  # fmt: skip
             out["rows"].append(row)
-            hours = ", ".join(f"{row[f'ray_hours_{m}']:.1f} h on {m} x {args.cores}" for m in args.machines)
-            print(f"{name} (g = {g:.2f}): {items:.3g} states+afterstates, table {row['disk_tb']:.2f} TB; Ray: {hours}; "
-                  f"per task {row[f'task_gb_{args.machines[-1]}']:.2f} GB on {args.machines[-1]} machines, write task "
-                  f"{row['write_task_gb']:.1f} GB")  # fmt: skip
+            each = "; ".join(f"{m} x {args.cores}: {r['hours']:.1f} h, {r['network_tb']:.1f} TB, "
+                             f"{r['memory_gb']:.1f} GB" for m, r in row["machines"].items())  # fmt: skip
+            print(f"{name} (g = {g:.2f}): {items:.3g} states+afterstates, table {row['disk_tb']:.2f} TB; {each}")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
 
