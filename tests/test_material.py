@@ -146,3 +146,24 @@ def test_endgame_projection_scales_the_histograms_shares():
     got = project_table(1e9, 0.5, 0.1, models, cores=10, rate=1e6, overhead=2.0, nic_gbps=None)[2]
     assert np.isclose(got["hours"], 2.0 * 1e9 * 0.7 / 1e7 / 3600)
     assert np.isclose(got["network_tb"], 1e9 * 2 * 16 / 10 / 1e12)
+
+
+def test_crossing_moves_do_not_depend_on_the_threads():
+    import numba
+
+    rng = np.random.default_rng(3)
+    grids = rng.choice([0, 1, 2, 3, 4, 5, 6], size=(5000, 3, 3))
+    states = np.unique(np.array([naive.canonical(g.tolist()) for g in grids], np.uint64))
+    spec = SolveSpec.parse("3x3", "score")
+    lows = np.array([3, 4, 5], np.int64)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = crossing_moves(states, spec.tables, spec.rules, lows)
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        two = crossing_moves(states, spec.tables, spec.rules, lows)
+    finally:
+        numba.set_num_threads(before)
+    assert one[0] == two[0] and one[1].tolist() == two[1].tolist() and one[1][0] > 0
+    for a, b in zip(one[2:], two[2:], strict=True):
+        assert np.array_equal(a, b)

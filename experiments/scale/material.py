@@ -41,6 +41,7 @@ from solver.__main__ import add_spec_args, spec_from_args
 from solver.distributed.material import material_key, material_keys
 from solver.forward import run_forward
 from solver.spec import SolveSpec
+from solver.threads import block_kernel, run_parallel
 
 #: Exponents of the thresholds T measured by default: 8 ... 256.
 THRESHOLDS = (3, 4, 5, 6, 7, 8)
@@ -48,41 +49,45 @@ THRESHOLDS = (3, 4, 5, 6, 7, 8)
 _PAIR = types.UniTuple(types.uint64, 2)
 
 
-@numba.njit(cache=True)
-def crossing_moves(states, T, rules, lows):
-    """Every threshold at once (``lows``: exponents, ascending ``int64[L]``), each state moved once: ``(legal
-    moves, crossing moves int64[L], canonical afterstates uint64[m], levels uint8[m], sources int64[m])``, where
-    ``sources`` are the indices in ``states`` of the moved boards.  A move crosses at
-    threshold ``low`` when its afterstate's key differs from its state's; it then crosses at every lower threshold
-    too (a move changes the tiles >= 2**low only by making one), so each move that crosses at ``lows[0]`` is
-    listed once, with ``level`` = the number of thresholds at which it crosses."""
+@block_kernel
+def crossing_block(lo, hi, states, T, rules, lows, reached, levels, legal):
+    """States ``lo .. hi - 1`` of ``states``: for move a of state i, ``levels[4 * i + a]`` = the number of
+    thresholds of ``lows`` (exponents, ascending) at which the move crosses (0 for none, or an illegal move) and
+    ``reached[4 * i + a]`` its canonical afterstate when it crosses; ``legal[i]`` = the state's legal moves.  A
+    move crosses at threshold ``low`` when its afterstate's key differs from its state's; it then crosses at every
+    lower threshold too (a move changes the tiles >= 2**low only by making one)."""
     cells = T.rows * T.cols
     n_lows = lows.shape[0]
-    out = np.empty(4 * states.shape[0], np.uint64)
-    levels = np.empty(4 * states.shape[0], np.uint8)
-    sources = np.empty(4 * states.shape[0], np.int64)
-    crossing = np.zeros(n_lows, np.int64)
-    state_keys = np.empty(n_lows, np.uint64)
-    legal, m = 0, 0
-    for i in range(states.shape[0]):
+    for i in range(lo, hi):
         b = states[i]
-        for k in range(n_lows):
-            state_keys[k] = material_key(b, cells, lows[k])
+        legal[i] = 0
         for a in range(4):
+            levels[4 * i + a] = 0
             after, _, outcome = move_outcome(b, a, T.rows, T.cols, T.moves, rules)
             if outcome == ILLEGAL:
                 continue
-            legal += 1
+            legal[i] += 1
             level = 0
-            while level < n_lows and material_key(after, cells, lows[level]) != state_keys[level]:
-                crossing[level] += 1
+            while level < n_lows and material_key(after, cells, lows[level]) != material_key(b, cells, lows[level]):
                 level += 1
             if level:
-                out[m] = canonical_packed(after, T.rows, T.cols, T.sym_lines, T.sym_bytes)
-                levels[m] = level
-                sources[m] = i
-                m += 1
-    return legal, crossing, out[:m], levels[:m], sources[:m]
+                reached[4 * i + a] = canonical_packed(after, T.rows, T.cols, T.sym_lines, T.sym_bytes)
+                levels[4 * i + a] = level
+
+
+def crossing_moves(states: np.ndarray, T, rules, lows: np.ndarray) -> tuple:
+    """Every threshold at once (``lows``: exponents, ascending ``int64[L]``), each state moved once, on the
+    solver's threads: ``(legal moves, crossing moves int64[L], canonical afterstates uint64[m], levels uint8[m],
+    sources int64[m])`` for the m crossing moves, in the order of ``states`` (``uint64[n]``): ``levels`` counts the
+    thresholds at which each crosses, ``sources`` are the indices in ``states`` of the moved boards."""
+    n = states.shape[0]
+    reached = np.empty(4 * n, np.uint64)
+    levels = np.empty(4 * n, np.uint8)
+    legal = np.empty(n, np.uint8)
+    run_parallel(crossing_block, n, states, T, rules, lows, reached, levels, legal, min_block=1024)
+    crossing = np.array([np.count_nonzero(levels > k) for k in range(lows.shape[0])], np.int64)
+    moved = np.flatnonzero(levels)
+    return int(legal.sum(dtype=np.int64)), crossing, reached[moved], levels[moved], moved // 4
 
 
 @numba.njit(cache=True)
