@@ -167,3 +167,14 @@ def test_crossing_moves_do_not_depend_on_the_threads():
     assert one[0] == two[0] and one[1].tolist() == two[1].tolist() and one[1][0] > 0
     for a, b in zip(one[2:], two[2:], strict=True):
         assert np.array_equal(a, b)
+
+
+def test_rebalancing_moves_the_key_nearest_half_the_gap():
+    from experiments.scale.critical_path import rebalance
+    from solver.distributed.material import Assignment
+
+    assignment = Assignment(2, 3, keys=[1, 2, 3], owners=[0, 0, 1])
+    keys = np.array([1, 2, 3], np.uint64)
+    moved = rebalance(assignment, keys, np.array([5, 3, 2], np.int64), tolerance=0.0)  # loads 8 and 2: gap 6
+    assert moved.tolist() == [False, True, False] and assignment.owners.tolist() == [0, 1, 1]
+    assert not rebalance(assignment, keys, np.array([5, 3, 2], np.int64), tolerance=0.0).any()  # 5 and 5

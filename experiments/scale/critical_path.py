@@ -56,9 +56,34 @@ class AgeLoad:
         return self.states + self.afterstates
 
 
-def replay(ages: dict[int, dict], tile: int, machines: int) -> list[AgeLoad]:
+def rebalance(assignment: Assignment, keys: np.ndarray, work: np.ndarray, tolerance: float) -> np.ndarray:
+    """Move keys of this age (``keys uint64[k]``, ``work int64[k]``) from the busiest machine to the least busy
+    while the busiest holds more than ``1 + tolerance`` times an even share: each time the key whose work is
+    nearest half the gap (and below the gap).  Changes ``assignment`` in place; returns the mask of moved keys.
+    A model of a design not built: the driver never moves a key."""
+    moved = np.zeros(keys.size, bool)
+    rows = np.searchsorted(assignment.keys, keys)
+    for _ in range(4 * assignment.n_workers):
+        owners = assignment.owners[rows]
+        load = np.bincount(owners, weights=work, minlength=assignment.n_workers)
+        high, low = int(np.argmax(load)), int(np.argmin(load))
+        if load[high] <= (1 + tolerance) * load.sum() / assignment.n_workers:
+            break
+        gap = load[high] - load[low]
+        fits = np.flatnonzero((owners == high) & (work > 0) & (work < gap))
+        if not fits.size:
+            break
+        pick = fits[np.argmin(np.abs(work[fits] - gap / 2))]
+        assignment.owners[rows[pick]] = low
+        moved[pick] = True
+    return moved
+
+
+def replay(ages: dict[int, dict], tile: int, machines: int, tolerance: float | None = None) -> list[AgeLoad]:
     """Each age of the histogram ``ages`` (``{age: row}``, as :func:`experiments.scale.material.load_ages` reads
-    it) on ``machines`` machines at threshold ``tile``, keys assigned as the distributed driver assigns them."""
+    it) on ``machines`` machines at threshold ``tile``, keys assigned as the distributed driver assigns them.
+    With a ``tolerance``, keys are also moved between machines at every age (:func:`rebalance`, a design not
+    built), and a moved key's states of that age count as exchanged (an ID forward, a value backward)."""
     low = int(tile).bit_length() - 1
     if tile < 8 or tile != 1 << low:
         raise ValueError(f"the threshold must be a power of two >= 8, got {tile}")
@@ -75,6 +100,9 @@ def replay(ages: dict[int, dict], tile: int, machines: int) -> list[AgeLoad]:
         weight = np.where(after > 0, after, np.where(owners == UNASSIGNED, states, 0))
         assignment.assign({int(k): int(w) for k, w, a, o in zip(keys, weight, after, owners, strict=True)
                            if a > 0 or o == UNASSIGNED})  # fmt: skip
+        moved = 0
+        if tolerance is not None:
+            moved = int(states[rebalance(assignment, keys, states + after, tolerance)].sum())
         owners = assignment.owners_of_keys(keys)
         load_states = np.bincount(owners, weights=states, minlength=machines).astype(np.int64)
         load_after = np.bincount(owners, weights=after, minlength=machines).astype(np.int64)
@@ -90,12 +118,13 @@ def replay(ages: dict[int, dict], tile: int, machines: int) -> list[AgeLoad]:
             exchanged = int(count[far].sum())
             nic += np.bincount(source[far], weights=count[far], minlength=machines).astype(np.int64)
             nic += np.bincount(target[far], weights=count[far], minlength=machines).astype(np.int64)
+        exchanged += moved
         out.append(AgeLoad(age=age, states=int(states.sum()), afterstates=int(after.sum()),
                            busiest=int(load_states[busiest] + load_after[busiest]),
                            busiest_states=int(load_states[busiest]), busiest_afterstates=int(load_after[busiest]),
                            largest_column=int((states + after).max()) if keys.size else 0,
                            exchange_bytes=exchanged * (ID_BYTES + VALUE_BYTES),
-                           busiest_nic_bytes=int(nic.max()) * ID_BYTES))  # fmt: skip
+                           busiest_nic_bytes=(int(nic.max()) + moved) * ID_BYTES))  # fmt: skip
     return out
 
 
@@ -154,6 +183,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--rate", type=float, default=None,
                         help="states + afterstates per core-second (default: from --calibrate)")  # fmt: skip
     parser.add_argument("--nic-gbps", type=float, default=10.0)
+    parser.add_argument("--rebalance", type=float, default=None, metavar="TOLERANCE",
+                        help="also model moving keys at every age while the busiest machine exceeds an even share "
+                        "by more than TOLERANCE (a design not built)")  # fmt: skip
     parser.add_argument("--calibrate", type=float, nargs=2, metavar=("LOCAL_S", "RAY_S"), default=None,
                         help="seconds of this build: local on 2 threads, Ray on 2 one-CPU nodes")  # fmt: skip
     args = parser.parse_args(argv)
@@ -173,7 +205,7 @@ def main(argv=None) -> dict:
     if rate is None:
         parser.error("give --rate or --calibrate")
     for m in args.machines:
-        loads = replay(ages, args.tile, m)
+        loads = replay(ages, args.tile, m, args.rebalance)
         s = summary(loads, m)
         t = seconds(loads, args.cores, rate, args.nic_gbps, overhead)
         out["machines"][m] = {**s, **t}
