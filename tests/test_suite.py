@@ -230,12 +230,12 @@ def test_curves_aggregate_against_hand_computation(tmp_path):
 
     finals = [[0.1, 0.5], [0.2, 0.6], [0.3, 0.7], [0.9, 0.96]]
     runs = [_curve_run("2x4", s, sc, [0, 500]) for s, sc in enumerate(finals)]
-    (tmp_path / "a").mkdir()
 
-    def write():
+    def write(name="a", trainer="mine", runs=runs):
+        (tmp_path / name).mkdir(exist_ok=True)
         matrix = [[r["normalized"]] for r in runs]
-        data = {"trainer": "mine", "tasks": ["2x4"], "runs": {"2x4": runs}, "normalized": matrix}
-        (tmp_path / "a" / "suite.json").write_text(json.dumps(data))
+        data = {"trainer": trainer, "tasks": ["2x4"], "runs": {"2x4": runs}, "normalized": matrix}
+        (tmp_path / name / "suite.json").write_text(json.dumps(data))
 
     write()
     result = curves([tmp_path / "a"], tmp_path / "out", reps=50)
@@ -246,6 +246,14 @@ def test_curves_aggregate_against_hand_computation(tmp_path):
     assert steps_to_reach(runs[0]["curve"]) == {"0.5": 500, "0.9": None, "0.95": None}
     assert (tmp_path / "out" / "curves.png").stat().st_size > 0
     assert "steps to 0.95" in (tmp_path / "out" / "curves.md").read_text()
+    # another algorithm with its own checkpoints (0, 1/3, 2/3, 1) lines up on the fraction of the budget
+    other = [_curve_run("2x4", s, [0.0, 0.1 * s, 0.2 * s, 0.3 * s], [0, 1, 2, 3]) for s in range(4)]
+    write("b", "other", other)
+    both = curves([tmp_path / "a", tmp_path / "b"], tmp_path / "out2", reps=50)["algorithms"]
+    assert both["mine"]["iqm"] == pytest.approx(mine["iqm"]) and both["other"]["fractions"] == [0, 0.25, 0.5, 0.75]
+    assert both["other"]["iqm"] == pytest.approx([0.0, 0.15, 0.3, 0.45])
+    table = (tmp_path / "out2" / "curves.md").read_text()
+    assert "0.25 of budget" in table and "| mine | 0.250" in table and " — |" in table
     del runs[0]["curve"]
     write()
     with pytest.raises(ValueError, match="without a curve"):

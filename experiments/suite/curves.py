@@ -2,7 +2,8 @@
 runs made with ``run --trainer ... --curve K`` (experiments.suite.monitor), aggregated with rliable.
 
 For each results directory: the IQM over runs x tasks of the normalized score at each checkpoint (a fraction of
-each task's budget, so that tasks of different budgets line up), with its stratified-bootstrap 95% band; for each
+each task's budget, so that tasks of different budgets line up; each directory may have its own checkpoints, one
+``--curve K`` for all its runs), with its stratified-bootstrap 95% band; for each
 run, the environment steps it took to reach 50%, 90% and 95% of V* (the first checkpoint at or above; None if
 it never did), and its training regret (the oracle's price of every move it made while learning).  Writes
 ``curves.json``, ``curves.md`` and ``curves.png``.
@@ -56,21 +57,22 @@ def steps_to_reach(curve: list[dict], thresholds=THRESHOLDS) -> dict[str, int | 
 
 
 def curves(dirs, out, reps: int = 2000) -> dict:
-    """Aggregate the curves of the results directories ``dirs`` (the same tasks and checkpoints) into ``out``."""
+    """Aggregate the curves of the results directories ``dirs`` (the same tasks; checkpoints each its own) into
+    ``out``."""
     loaded = dict(load_curves(d) for d in dirs)
     if len(loaded) != len(dirs):
         raise ValueError("two results directories hold the same trainer: give distinct ones")
-    if len({(tuple(c["tasks"]), tuple(c["fractions"])) for c in loaded.values()}) != 1:
-        raise ValueError("the directories cover different tasks or checkpoints: curves compare like with like")
+    if len({tuple(c["tasks"]) for c in loaded.values()}) != 1:
+        raise ValueError("the directories cover different tasks: curves compare like with like")
     first = next(iter(loaded.values()))
     points, cis = curve_estimates({n: c["scores"] for n, c in loaded.items()}, reps)
-    result = {"tasks": first["tasks"], "fractions": first["fractions"], "reps": reps, "algorithms": {}}
+    result = {"tasks": first["tasks"], "reps": reps, "algorithms": {}}
     for name, c in loaded.items():
         per_run = [{"task": r["task"], "seed": r["seed"], "steps_to_reach": steps_to_reach(r["curve"]),
                     "training_regret": r["training_regret"], "training_moves": r["training_moves_priced"],
                     "final": r["normalized"]} for task_runs in c["runs"] for r in task_runs]  # fmt: skip
-        result["algorithms"][name] = {"iqm": points[name].tolist(), "ci": np.asarray(cis[name]).tolist(),
-                                      "runs": per_run}  # fmt: skip
+        result["algorithms"][name] = {"fractions": c["fractions"], "iqm": points[name].tolist(),
+                                      "ci": np.asarray(cis[name]).tolist(), "runs": per_run}  # fmt: skip
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "curves.json").write_text(json.dumps(result, indent=1) + "\n")
@@ -80,12 +82,16 @@ def curves(dirs, out, reps: int = 2000) -> dict:
 
 
 def markdown(result: dict) -> str:
-    """The IQM curve with its band, then each run's steps to the thresholds and its training regret."""
-    lines = ["| algorithm | " + " | ".join(f"{f:.2f} of budget" for f in result["fractions"]) + " |",
-             "|---|" + "---:|" * len(result["fractions"])]  # fmt: skip
+    """The IQM curves with their bands (one column per checkpoint of any algorithm; a dash where an algorithm has
+    none), then each run's steps to the thresholds and its training regret."""
+    fractions = sorted({f for a in result["algorithms"].values() for f in a["fractions"]})
+    lines = ["| algorithm | " + " | ".join(f"{f:.2f} of budget" for f in fractions) + " |",
+             "|---|" + "---:|" * len(fractions)]  # fmt: skip
     for name, a in result["algorithms"].items():
-        cells = [f"{p:.3f} [{lo:.3f}, {hi:.3f}]" for p, lo, hi in zip(a["iqm"], *a["ci"], strict=True)]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        at = {
+            f: f"{p:.3f} [{lo:.3f}, {hi:.3f}]" for f, p, lo, hi in zip(a["fractions"], a["iqm"], *a["ci"], strict=True)
+        }
+        lines.append(f"| {name} | " + " | ".join(at.get(f, "—") for f in fractions) + " |")
     reach = " | ".join(f"steps to {t:g}" for t in THRESHOLDS)
     lines += ["", f"| algorithm | task | seed | {reach} | training regret | per move | final |",
               "|---|---|---:|" + "---:|" * (len(THRESHOLDS) + 3)]  # fmt: skip
@@ -106,14 +112,14 @@ def plot(result: dict, path) -> None:
     import matplotlib.pyplot as plt
     from rliable import plot_utils
 
-    names = list(result["algorithms"])
-    frames = np.array(result["fractions"])
-    points = {n: np.array(result["algorithms"][n]["iqm"]) for n in names}
-    bands = {n: np.array(result["algorithms"][n]["ci"]) for n in names}
     fig, ax = plt.subplots(figsize=(6.5, 4))
-    plot_utils.plot_sample_efficiency_curve(frames, points, bands, algorithms=names, ax=ax,
-                                            xlabel="fraction of the task's budget (env steps)",
-                                            ylabel="IQM of V^π / V*")  # fmt: skip
+    for k, (name, a) in enumerate(result["algorithms"].items()):  # one call each: their checkpoints may differ
+        plot_utils.plot_sample_efficiency_curve(np.array(a["fractions"]), {name: np.array(a["iqm"])},
+                                                {name: np.array(a["ci"])}, algorithms=[name], ax=ax,
+                                                colors={name: f"C{k}"},
+                                                xlabel="fraction of the task's budget (env steps)",
+                                                ylabel="IQM of V^π / V*")  # fmt: skip
+    ax.legend(fontsize=8)
     ax.set_title(f"Sample efficiency on {', '.join(result['tasks'])}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
