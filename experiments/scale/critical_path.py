@@ -174,15 +174,21 @@ def calibrate(ages: dict[int, dict], tile: int, local_seconds: float, ray_second
             "overhead": ray_seconds / modelled}  # fmt: skip
 
 
+def add_model_args(parser: argparse.ArgumentParser, rate_required: bool = True) -> None:
+    """The model's options shared by the projections: --tile, --rate, --overhead, --cores, --machines, --nic-gbps."""
+    parser.add_argument("--tile", type=int, default=8, help="the material threshold T (default 8)")
+    parser.add_argument("--rate", type=float, required=rate_required, default=None,
+                        help="states + afterstates per core-second of the whole build")  # fmt: skip
+    parser.add_argument("--overhead", type=float, default=1.0, help="from critical_path --calibrate (default 1)")
+    parser.add_argument("--cores", type=int, default=16, help="cores per machine (default 16)")
+    parser.add_argument("--machines", type=int, nargs="+", default=[1, 2, 8, 64])
+    parser.add_argument("--nic-gbps", type=float, default=10.0)
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("histogram", help="JSON Lines of python -m experiments.scale.material --json")
-    parser.add_argument("--tile", type=int, default=8, help="the material threshold T (default 8)")
-    parser.add_argument("--machines", type=int, nargs="+", default=[1, 2, 8, 64])
-    parser.add_argument("--cores", type=int, default=16, help="cores per machine (default 16)")
-    parser.add_argument("--rate", type=float, default=None,
-                        help="states + afterstates per core-second (default: from --calibrate)")  # fmt: skip
-    parser.add_argument("--nic-gbps", type=float, default=10.0)
+    add_model_args(parser, rate_required=False)
     parser.add_argument("--rebalance", type=float, default=None, metavar="TOLERANCE",
                         help="also model moving keys at every age while the busiest machine exceeds an even share "
                         "by more than TOLERANCE (a design not built)")  # fmt: skip
@@ -193,7 +199,7 @@ def main(argv=None) -> dict:
     if not ages:
         parser.error(f"{args.histogram} holds no measured age")
     out: dict = {"tile": args.tile, "cores": args.cores, "machines": {}}
-    rate, overhead = args.rate, 1.0
+    rate, overhead = args.rate, args.overhead
     if args.calibrate:
         cal = calibrate(ages, args.tile, *args.calibrate)
         out["calibration"] = cal

@@ -35,7 +35,7 @@ from experiments.bench.tables import PUBLISHED_4X3
 from solver.build import HOLD_BYTES
 from solver.value_index import MAX_LOAD, table_bits
 
-from .critical_path import AgeLoad, modelled_load, replay, seconds, summary
+from .critical_path import AgeLoad, add_model_args, modelled_load, replay, seconds, summary
 from .material import load_ages
 
 HOUR = 3600.0
@@ -110,12 +110,7 @@ def project(ages: dict[int, dict], tile: int, machines: list[int], cores: int, r
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--histogram", required=True, help="JSON Lines of python -m experiments.scale.material")
-    parser.add_argument("--tile", type=int, default=8, help="the material threshold T (default 8)")
-    parser.add_argument("--rate", type=float, required=True, help="states + afterstates per core-second")
-    parser.add_argument("--overhead", type=float, default=1.0, help="from critical_path --calibrate (default 1)")
-    parser.add_argument("--cores", type=int, default=16, help="cores per machine (default 16)")
-    parser.add_argument("--machines", type=int, nargs="+", default=[1, 2, 8, 64])
-    parser.add_argument("--nic-gbps", type=float, default=10.0)
+    add_model_args(parser)
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     ages = load_ages(args.histogram)

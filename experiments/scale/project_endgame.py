@@ -34,7 +34,7 @@ from pathlib import Path
 from solver.common import table_bytes
 from solver.store import Table
 
-from .critical_path import modelled_load, replay, seconds, summary
+from .critical_path import add_model_args, modelled_load, replay, seconds, summary
 from .material import load_ages
 from .project_4x3 import local_backward_bytes
 
@@ -84,12 +84,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tables", nargs="+", required=True, help="built pattern tables (directories or files)")
     parser.add_argument("--histogram", required=True, help="material histogram of a pattern (JSON Lines)")
-    parser.add_argument("--tile", type=int, default=8, help="the material threshold T (default 8)")
-    parser.add_argument("--rate", type=float, required=True, help="states + afterstates per core-second")
-    parser.add_argument("--overhead", type=float, default=1.0, help="from critical_path --calibrate (default 1)")
-    parser.add_argument("--cores", type=int, default=16, help="cores per machine (default 16)")
-    parser.add_argument("--machines", type=int, nargs="+", default=[1, 2, 8, 64])
-    parser.add_argument("--nic-gbps", type=float, default=10.0)
+    add_model_args(parser)
     parser.add_argument("--json", default=None, help="also write the projection here")
     args = parser.parse_args(argv)
     facts = [table_facts(p) for p in args.tables]
