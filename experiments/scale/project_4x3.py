@@ -13,9 +13,10 @@ Per machine count M (``--cores`` each):
 * the ages of the histogram are replayed exactly (:func:`critical_path.replay`): the driver's assignment of keys,
   the busiest machine of each age, the exchange;
 * every later age of the published per-age counts (seed 000, ``PUBLISHED_4X3``) takes the histogram's last
-  quarter of ages as its model, weighted by work: afterstates per state, the imbalance (the busiest machine's work
-  over an even share), and bytes exchanged and through the busiest NIC per state + afterstate.  This is an
-  assumption, not a measurement: the material of the deep ages (tiles up to 2**13) is not measured here;
+  quarter of ages (``--model-fraction``) as its model, weighted by work: afterstates per state, the imbalance
+  (the busiest machine's work over an even share), and bytes exchanged and through the busiest NIC per state +
+  afterstate.  This is an assumption, not a measurement: the material of the deep ages (tiles up to 2**13) is
+  not measured here;
 * time: per age, the busiest machine's work at ``R`` per core-second on its cores plus the busiest NIC's bytes at
   ``--nic-gbps``, summed over the ages, times ``X``;
 * memory per machine: :func:`local_backward_bytes` of the busiest machine's states and afterstates at the
@@ -57,17 +58,18 @@ def local_backward_bytes(states: int, afterstates: int) -> int:
     return ids + tables + 2 * results + HOLD_BYTES
 
 
-def tail_model(loads: list[AgeLoad], machines: int) -> dict:
-    """The work-weighted shares of the last quarter of ``loads`` (by age), which model the unmeasured ages."""
-    tail = loads[len(loads) - max(1, len(loads) // 4) :]
+def tail_model(loads: list[AgeLoad], machines: int, fraction: float = 0.25) -> dict:
+    """The work-weighted shares of the last ``fraction`` of ``loads`` (by count of ages), which model the
+    unmeasured ages."""
+    tail = loads[len(loads) - max(1, round(len(loads) * fraction)) :]
     ratio = sum(x.afterstates for x in tail) / sum(x.states for x in tail)
     return {"from_age": tail[0].age, "to_age": tail[-1].age, "afterstates_per_state": ratio, **summary(tail, machines)}
 
 
-def extend(loads: list[AgeLoad], published: np.ndarray, machines: int) -> tuple[list[AgeLoad], dict]:
-    """``loads`` (the measured ages) followed by every later age of ``published`` (``int64 (ages, 2)``: age,
-    states), modelled by :func:`tail_model`."""
-    model = tail_model(loads, machines)
+def extend(loads: list[AgeLoad], published: np.ndarray, machines: int, fraction: float = 0.25) -> tuple:
+    """``(loads, model)``: ``loads`` (the measured ages) followed by every later age of ``published`` (``int64
+    (ages, 2)``: age, states), modelled by :func:`tail_model` of the last ``fraction`` of the measured ages."""
+    model = tail_model(loads, machines, fraction)
     last = loads[-1].age
     out = list(loads)
     for age, states in published[published[:, 0] > last]:
@@ -89,12 +91,12 @@ def check_counts(ages: dict[int, dict], published: np.ndarray) -> int:
 
 
 def project(ages: dict[int, dict], tile: int, machines: list[int], cores: int, rate: float, overhead: float,
-            nic_gbps: float, published: np.ndarray) -> dict:  # fmt: skip
+            nic_gbps: float, published: np.ndarray, fraction: float = 0.25) -> dict:  # fmt: skip
     out = {"tile": tile, "cores": cores, "rate": rate, "overhead": overhead, "nic_gbps": nic_gbps,
            "measured_ages": [min(ages), max(ages)], "agrees_with_published_to_age": check_counts(ages, published),
            "machines": {}}  # fmt: skip
     for m in machines:
-        loads, model = extend(replay(ages, tile, m), published, m)
+        loads, model = extend(replay(ages, tile, m), published, m, fraction)
         t = seconds(loads, cores, rate, nic_gbps, overhead)
         peak = max(loads, key=lambda x: x.busiest)
         out["machines"][m] = {
@@ -111,13 +113,19 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--histogram", required=True, help="JSON Lines of python -m experiments.scale.material")
     add_model_args(parser)
+    parser.add_argument("--model-fraction", type=float, default=0.25,
+                        help="the last fraction of the measured ages that models the later ones (default 0.25; "
+                        "1: all, for a capped game standing in for the score game)")  # fmt: skip
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     ages = load_ages(args.histogram)
     if not ages:
         parser.error(f"{args.histogram} holds no measured age")
     published = np.loadtxt(PUBLISHED_4X3, dtype=np.int64)
-    out = project(ages, args.tile, args.machines, args.cores, args.rate, args.overhead, args.nic_gbps, published)
+    if not 0 < args.model_fraction <= 1:
+        parser.error(f"--model-fraction must be in (0, 1], got {args.model_fraction}")
+    out = project(ages, args.tile, args.machines, args.cores, args.rate, args.overhead, args.nic_gbps, published,
+                  args.model_fraction)  # fmt: skip
     agreed = out["agrees_with_published_to_age"]
     print(f"histogram: ages {min(ages)}-{max(ages)} at T = {args.tile}; its states agree with seed 000's to age "
           f"{agreed}{' (another game: a stand-in)' if agreed < max(ages) else ''}")  # fmt: skip
