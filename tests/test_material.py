@@ -178,3 +178,14 @@ def test_rebalancing_moves_the_key_nearest_half_the_gap():
     moved = rebalance(assignment, keys, np.array([5, 3, 2], np.int64), tolerance=0.0)  # loads 8 and 2: gap 6
     assert moved.tolist() == [False, True, False] and assignment.owners.tolist() == [0, 1, 1]
     assert not rebalance(assignment, keys, np.array([5, 3, 2], np.int64), tolerance=0.0).any()  # 5 and 5
+
+
+def test_a_stand_in_histogram_models_every_published_age_with_the_games_afterstates():
+    from experiments.scale.critical_path import replay
+    from experiments.scale.project_4x3 import extend
+
+    ages = {10: row([0, 1], [4, 0], [3, 3], [[0, 1, 2]])}
+    published = np.array([[10, 5], [12, 15]], np.int64)  # another game: nothing agrees, so nothing is kept
+    loads, model = extend(replay(ages, 8, 2), published, 2, fraction=1.0, kept=-1, afterstates_total=40)
+    assert [(x.age, x.states, x.afterstates) for x in loads] == [(10, 5, 10), (12, 15, 30)]
+    assert model["afterstates_per_state"] == 2.0

@@ -10,13 +10,13 @@ stand-in.  ``R``: states + afterstates per core-second of the local kernels; ``X
 
 Per machine count M (``--cores`` each):
 
-* the ages of the histogram are replayed exactly (:func:`critical_path.replay`): the driver's assignment of keys,
-  the busiest machine of each age, the exchange;
+* the ages of the histogram whose states agree with seed 000's are replayed exactly (:func:`critical_path.replay`):
+  the driver's assignment of keys, the busiest machine of each age, the exchange;
 * every later age of the published per-age counts (seed 000, ``PUBLISHED_4X3``) takes the histogram's last
-  quarter of ages (``--model-fraction``) as its model, weighted by work: afterstates per state, the imbalance
-  (the busiest machine's work over an even share), and bytes exchanged and through the busiest NIC per state +
-  afterstate.  This is an assumption, not a measurement: the material of the deep ages (tiles up to 2**13) is
-  not measured here;
+  quarter of ages (``--model-fraction``) as its model, weighted by work: the imbalance (the busiest machine's
+  work over an even share), and bytes exchanged and through the busiest NIC per state + afterstate; its
+  afterstates make seed 000's total (``AFTERSTATES_4X3``).  This is an assumption, not a measurement: the
+  material of the deep ages (tiles up to 2**13) is not measured here;
 * time: per age, the busiest machine's work at ``R`` per core-second on its cores plus the busiest NIC's bytes at
   ``--nic-gbps``, summed over the ages, times ``X``;
 * memory per machine: :func:`local_backward_bytes` of the busiest machine's states and afterstates at the
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.bench.tables import PUBLISHED_4X3
+from experiments.bench.tables import AFTERSTATES_4X3, PUBLISHED_4X3
 from solver.build import HOLD_BYTES
 from solver.value_index import MAX_LOAD, table_bits
 
@@ -66,15 +66,22 @@ def tail_model(loads: list[AgeLoad], machines: int, fraction: float = 0.25) -> d
     return {"from_age": tail[0].age, "to_age": tail[-1].age, "afterstates_per_state": ratio, **summary(tail, machines)}
 
 
-def extend(loads: list[AgeLoad], published: np.ndarray, machines: int, fraction: float = 0.25) -> tuple:
-    """``(loads, model)``: ``loads`` (the measured ages) followed by every later age of ``published`` (``int64
-    (ages, 2)``: age, states), modelled by :func:`tail_model` of the last ``fraction`` of the measured ages."""
+def extend(loads: list[AgeLoad], published: np.ndarray, machines: int, fraction: float = 0.25,
+           kept: int | None = None, afterstates_total: int | None = None) -> tuple:  # fmt: skip
+    """``(loads, model)``: the measured ``loads`` up to age ``kept`` (default: all), then every later age of
+    ``published`` (``int64 (ages, 2)``: age, states) modelled by :func:`tail_model` of the last ``fraction`` of
+    the measured ages.  The modelled ages get the model's afterstates per state, or, given the game's
+    ``afterstates_total``, the ratio that makes the total come out exact."""
     model = tail_model(loads, machines, fraction)
-    last = loads[-1].age
-    out = list(loads)
-    for age, states in published[published[:, 0] > last]:
-        after = round(int(states) * model["afterstates_per_state"])
-        out.append(modelled_load(int(age), int(states), after, model, machines))
+    last = loads[-1].age if kept is None else kept
+    out = [x for x in loads if x.age <= last]
+    later = published[published[:, 0] > last]
+    ratio = model["afterstates_per_state"]
+    if afterstates_total is not None:
+        ratio = (afterstates_total - sum(x.afterstates for x in out)) / int(later[:, 1].sum())
+        model = {**model, "afterstates_per_state": ratio}
+    for age, states in later:
+        out.append(modelled_load(int(age), int(states), round(int(states) * ratio), model, machines))
     return out, model
 
 
@@ -92,11 +99,12 @@ def check_counts(ages: dict[int, dict], published: np.ndarray) -> int:
 
 def project(ages: dict[int, dict], tile: int, machines: list[int], cores: int, rate: float, overhead: float,
             nic_gbps: float, published: np.ndarray, fraction: float = 0.25) -> dict:  # fmt: skip
+    agreed = check_counts(ages, published)
     out = {"tile": tile, "cores": cores, "rate": rate, "overhead": overhead, "nic_gbps": nic_gbps,
-           "measured_ages": [min(ages), max(ages)], "agrees_with_published_to_age": check_counts(ages, published),
-           "machines": {}}  # fmt: skip
+           "measured_ages": [min(ages), max(ages)], "agrees_with_published_to_age": agreed, "machines": {}}  # fmt: skip
     for m in machines:
-        loads, model = extend(replay(ages, tile, m), published, m, fraction)
+        replayed = replay(ages, tile, m)
+        loads, model = extend(replayed, published, m, fraction, kept=agreed, afterstates_total=AFTERSTATES_4X3)
         t = seconds(loads, cores, rate, nic_gbps, overhead)
         peak = max(loads, key=lambda x: x.busiest)
         out["machines"][m] = {
@@ -104,7 +112,7 @@ def project(ages: dict[int, dict], tile: int, machines: list[int], cores: int, r
             "network_h": overhead * t["network_s"] / HOUR, "network_tb": sum(x.exchange_bytes for x in loads) / 1e12,
             "memory_gb": local_backward_bytes(peak.busiest_states, peak.busiest_afterstates) / 1e9,
             "states_and_afterstates": sum(x.work for x in loads), "tail_model": model,
-            "measured": summary(loads[: len(ages)], m),
+            "measured": summary(replayed, m),
         }  # fmt: skip
     return out
 
