@@ -41,7 +41,8 @@ BUILDABLE = {(2, 2), (2, 3), (3, 2), (2, 4), (4, 2), (3, 3)}
 TOO_BIG = {
     (4, 3): "4x3 has 1.15e12 states and 7.4e11 afterstates: its score table in format v2 is about 2.4-2.5 TiB "
     "(projected from measured 4x3 layers by `python -m experiments.bench.tables`), and solving it is projected at "
-    "15.2 h on one 16-core machine with the local backend or 4.2 h on 8 of them with Ray "
+    "15.2 h on one 16-core machine with the local backend, or 7.0 h on 8 of them with Ray as the build partitioned "
+    "by material assigns keys today "
     "(`python -m experiments.scale.project_4x3`, docs/4x3.md; Kaneko & Yamashita needed 65 h on 16 cores and "
     "1.4 TiB for the IDs alone)",
 }
