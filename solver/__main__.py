@@ -134,10 +134,10 @@ def build_on_ray(spec: SolveSpec, args):
     return report
 
 
-def material_low(tile: int) -> int:
-    """``--material-tile T`` -> the exponent of T (a power of two, at least 8)."""
+def material_low(tile: int, option: str = "--material-tile") -> int:
+    """``--material-tile T`` (or the command's ``option``) -> the exponent of T (a power of two, at least 8)."""
     if tile < 8 or tile & (tile - 1):
-        raise ValueError(f"--material-tile must be a power of two of at least 8 (8, 16, 32, ...), got {tile}")
+        raise ValueError(f"{option} must be a power of two of at least 8 (8, 16, 32, ...), got {tile}")
     return tile.bit_length() - 1
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solver.__main__ import material_low
 from solver.distributed.material import UNASSIGNED, Assignment
 
 from .material import load_ages
@@ -84,9 +85,7 @@ def replay(ages: dict[int, dict], tile: int, machines: int, tolerance: float | N
     it) on ``machines`` machines at threshold ``tile``, keys assigned as the distributed driver assigns them.
     With a ``tolerance``, keys are also moved between machines at every age (:func:`rebalance`, a design not
     built), and a moved key's states of that age count as exchanged (an ID forward, a value backward)."""
-    low = int(tile).bit_length() - 1
-    if tile < 8 or tile != 1 << low:
-        raise ValueError(f"the threshold must be a power of two >= 8, got {tile}")
+    low = material_low(int(tile), "--tile")
     assignment = Assignment(machines, low)
     out = []
     for age in sorted(ages):
@@ -174,9 +173,19 @@ def calibrate(ages: dict[int, dict], tile: int, local_seconds: float, ray_second
             "overhead": ray_seconds / modelled}  # fmt: skip
 
 
+def _tile(text: str) -> int:
+    """``--tile`` as argparse reads it: a clear usage error for anything but a power of two >= 8."""
+    try:
+        tile = int(text)
+        material_low(tile, "--tile")
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return tile
+
+
 def add_model_args(parser: argparse.ArgumentParser, rate_required: bool = True) -> None:
     """The model's options shared by the projections: --tile, --rate, --overhead, --cores, --machines, --nic-gbps."""
-    parser.add_argument("--tile", type=int, default=8, help="the material threshold T (default 8)")
+    parser.add_argument("--tile", type=_tile, default=8, help="the material threshold T (default 8)")
     parser.add_argument("--rate", type=float, required=rate_required, default=None,
                         help="states + afterstates per core-second of the whole build")  # fmt: skip
     parser.add_argument("--overhead", type=float, default=1.0, help="from critical_path --calibrate (default 1)")

@@ -37,7 +37,7 @@ from numba.typed import Dict
 
 from env2048.kernels import canonical_packed
 from env2048.rules import ILLEGAL, move_outcome
-from solver.__main__ import add_spec_args, spec_from_args
+from solver.__main__ import add_spec_args, material_low, spec_from_args
 from solver.distributed.material import material_key, material_keys
 from solver.forward import run_forward
 from solver.spec import SolveSpec
@@ -124,11 +124,11 @@ def crossing_pairs(afterstates, source_keys, target_keys):
     return sources, targets, numbers
 
 
-def key_histogram(states: np.ndarray, afterstates: np.ndarray, cells: int, low: int) -> dict:
+def key_histogram(state_keys: np.ndarray, after_keys: np.ndarray) -> dict:
     """``{"keys": [...], "states": [...], "afterstates": [...]}``: each material key of the age (ascending) with
-    its number of states and of afterstates."""
-    state_keys, state_counts = np.unique(material_keys(states, cells, low), return_counts=True)
-    after_keys, after_counts = np.unique(material_keys(afterstates, cells, low), return_counts=True)
+    its number of states and of afterstates, from the keys of every state and afterstate (``uint64[n]``)."""
+    state_keys, state_counts = np.unique(state_keys, return_counts=True)
+    after_keys, after_counts = np.unique(after_keys, return_counts=True)
     keys = np.union1d(state_keys, after_keys)
     per_state = np.zeros(keys.size, np.int64)
     per_after = np.zeros(keys.size, np.int64)
@@ -146,12 +146,13 @@ def measure_age(states: np.ndarray, afterstates: np.ndarray, spec: SolveSpec, lo
     order = np.argsort(reached, kind="stable")
     reached, levels, sources = reached[order], levels[order], sources[order]
     for i, low in enumerate(lows):
-        histogram = key_histogram(states, afterstates, spec.cells, int(low))
+        state_keys = material_keys(states, spec.cells, low)
+        histogram = key_histogram(state_keys, material_keys(afterstates, spec.cells, low))
         sizes = np.asarray(histogram["states"]) + np.asarray(histogram["afterstates"])
         crossed = levels > i
         after = reached[crossed]
-        source_keys = material_keys(states, spec.cells, low)[sources[crossed]]
-        pairs = zip(*crossing_pairs(after, source_keys, material_keys(after, spec.cells, low)), strict=True)
+        pairs = zip(*crossing_pairs(after, state_keys[sources[crossed]], material_keys(after, spec.cells, low)),
+                    strict=True)  # fmt: skip
         row["by_threshold"][str(1 << int(low))] = {
             "columns": int(sizes.size), "largest": int(sizes.max()) if sizes.size else 0,
             "largest_share": float(sizes.max() / work) if work else 0.0, "legal_moves": int(legal),
@@ -190,10 +191,10 @@ def main(argv=None) -> None:
         "--json", default=None, help="append every age's row here as it is measured (JSON Lines), then the summary"
     )
     args = parser.parse_args(argv)
-    tiles = [int(t) for t in args.thresholds.split(",")]
-    if any(t < 8 or t & (t - 1) for t in tiles):
-        parser.error(f"--thresholds must be powers of two >= 8 (spawns of 2 and 4 stay below), got {tiles}")
-    lows = tuple(t.bit_length() - 1 for t in tiles)
+    try:
+        lows = tuple(material_low(int(t), "--thresholds") for t in args.thresholds.split(","))
+    except ValueError as e:
+        parser.error(f"{e} (spawns of 2 and 4 stay below)")
     try:
         spec = spec_from_args(args)
     except ValueError as e:
