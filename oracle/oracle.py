@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 from env2048 import board as B
 from env2048.rules import FIXED_MASK, FIXED_VALUES
 from env2048.shape import ACTION_NAMES, MAX_PACKED_EXPONENT
+from solver import precompile
 from solver.build import build
 from solver.common import tie_tolerance
 from solver.spec import SolveSpec
@@ -91,9 +92,11 @@ def build_once(spec: SolveSpec, path: Path, progress: bool = True, what: str | N
     with open(path.with_name(path.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not path.exists():
+            precompile.start(spec, oracle=True)  # a cold cache: what the oracle needs next compiles meanwhile
             if progress:
                 tqdm.write(f"solving {what or spec.describe()} once into {path} ...")
             build(spec, path, progress=progress, **build_args)
+            precompile.wait_for("oracle", progress)  # the env's and the oracle's kernels, wanted next
     return path
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from env2048.compile_progress import compile_progress
 
-from . import codec
+from . import codec, precompile
 from .backward import run_backward, solve_states
 from .common import SOLVER_VERSION
 from .derive import derive_states
@@ -251,6 +251,7 @@ def build(
     ``keep_work``.  With ``progress``, bars show the passes, and the kernels numba compiles on first use
     (:func:`env2048.compile_progress.compile_progress`).
     """
+    precompile.start(spec)  # a cold cache: the backward kernels compile in a second process meanwhile
     with compile_progress(progress):
         return _build(spec, out, work_dir, threads, progress, keep_work, format_version, layout)
 
@@ -361,6 +362,7 @@ def _build(spec, out, work_dir, threads, progress, keep_work, format_version, la
             work.record_backward(age, code)
             checkpoint.recorded()
 
+        precompile.wait_for("backward", progress)  # on first use: its kernels compile in a second process
         run_backward(
             spec, [c.age for c in counts], layers.layer, lambda age: state_values_of(age)[0],
             lambda *result: writer.submit(save_backward, *result), done=done, progress=progress,

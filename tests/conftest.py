@@ -30,6 +30,9 @@ SYSTEM_HOME = os.environ.setdefault("SOLVED2048_SYSTEM_HOME", os.path.expanduser
 # home: they are compiled code checked against the digest of the kernels' source, and a session that started from
 # an empty cache would compile every kernel again (set SOLVED2048_NUMBA_CACHE to an empty directory for that).
 os.environ["SOLVED2048_NUMBA_CACHE"] = str(cache_base())
+# No precompiling worker beside the tests (solver.precompile): a cold run's first build would start one that
+# competes with the test processes for the cores; tests/test_precompile.py runs it itself.
+os.environ["SOLVED2048_PRECOMPILE"] = "0"
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's own tmp_path plugin has set up the base temporary directory

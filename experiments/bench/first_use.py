@@ -1,7 +1,8 @@
 """First use: the seconds a new user waits for the first priced step, the 3x3 build cold and warm, and which numba
 kernels they wait for.
 
-    python -m experiments.bench.first_use [--board 3x3] [--objective score] [--repeats 3] [--compiles] [--json FILE]
+    python -m experiments.bench.first_use [--board 3x3] [--objective score] [--repeats 3] [--without-worker]
+                                          [--compiles] [--json FILE]
 
 *New user* (3x3 only): a fresh process with an empty numba cache and an empty table cache (``SOLVED2048_HOME``)
 runs ``import env2048; env = gym.make("Solved2048-3x3"); env.reset(seed=0)`` and one step whose ``info`` holds
@@ -11,8 +12,10 @@ caches warm (the table is there: the second use).
 Each repeat runs ``python -m solver build`` in a fresh process twice with its own empty numba cache directory
 (``NUMBA_CACHE_DIR``): the first run compiles every kernel it calls (what a fresh install does), the second
 loads them from that cache (a warm build).  Cold and warm runs alternate, so that the machine's noise falls on
-both alike; medians are printed.  ``--compiles`` adds one more cold build in this process, timing every numba
-compilation (``numba:compile`` events): each function's own seconds, its callees' compilations excluded.
+both alike; medians are printed.  First uses let a second process compile the kernels needed later
+(:mod:`solver.precompile`); ``--without-worker`` times each first use also without it, in the same repeat.
+``--compiles`` adds one more cold build in this process, with no worker, timing every numba compilation
+(``numba:compile`` events): each function's own seconds, its callees' compilations excluded.
 """
 
 from __future__ import annotations
@@ -29,9 +32,10 @@ from collections import defaultdict
 from pathlib import Path
 
 
-def timed_build(board: str, objective: str, cache_dir: str, out: Path) -> float:
-    """Wall seconds of one ``solver build`` in a new process (Python's start and imports included)."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir}
+def timed_build(board: str, objective: str, cache_dir: str, out: Path, worker: bool = True) -> float:
+    """Wall seconds of one ``solver build`` in a new process (Python's start and imports included); ``worker``:
+    whether a cold build may compile in a second process (:mod:`solver.precompile`)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "SOLVED2048_PRECOMPILE": "1" if worker else "0"}
     cmd = [sys.executable, "-m", "solver", "build", "--board", board, "--objective", objective, "--out", str(out),
            "--quiet"]  # fmt: skip
     t0 = time.perf_counter()
@@ -51,10 +55,11 @@ assert info["regret"] == 0.0, info
 """
 
 
-def timed_first_step(cache_dir: str, home: str) -> float:
+def timed_first_step(cache_dir: str, home: str, worker: bool = True) -> float:
     """Wall seconds of :data:`FIRST_PRICED_STEP` in a new process, numba's cache in ``cache_dir`` and the tables
-    in ``home``."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "SOLVED2048_HOME": home}
+    in ``home``; ``worker`` as in :func:`timed_build`."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "SOLVED2048_HOME": home,
+           "SOLVED2048_PRECOMPILE": "1" if worker else "0"}  # fmt: skip
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-c", FIRST_PRICED_STEP], env=env, check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)  # fmt: skip
@@ -102,49 +107,64 @@ def compile_seconds(board: str, objective: str, out: Path) -> dict[str, float]:
     return dict(sorted(timer.own.items(), key=lambda kv: -kv[1]))
 
 
+def median_or_none(xs: list[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--board", default="3x3")
     parser.add_argument("--objective", default="score")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--without-worker",
+        action="store_true",
+        help="also time each first use with the precompiling worker off (SOLVED2048_PRECOMPILE=0)",
+    )
     parser.add_argument("--compiles", action="store_true", help="also time every kernel's compilation")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
-    cold, warm, new_user, second_use = [], [], [], []
+    user = (args.board, args.objective) == ("3x3", "score")
+    times: dict[str, list[float]] = defaultdict(list)
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.repeats):
-            cache, home = os.path.join(tmp, f"numba-{r}"), os.path.join(tmp, f"home-{r}")
-            os.mkdir(cache)
-            cold.append(timed_build(args.board, args.objective, cache, Path(tmp) / f"cold-{r}"))
-            warm.append(timed_build(args.board, args.objective, cache, Path(tmp) / f"warm-{r}"))
-            line = f"repeat {r + 1}: build first use {cold[-1]:.1f} s, warm {warm[-1]:.1f} s"
-            if (args.board, args.objective) == ("3x3", "score"):
-                os.mkdir(cache + "-user")
-                new_user.append(timed_first_step(cache + "-user", home))
-                second_use.append(timed_first_step(cache + "-user", home))
-                line += f"; new user to the first priced step {new_user[-1]:.1f} s, second use {second_use[-1]:.1f} s"
-            print(line, flush=True)
+            runs = [("first_use", True), ("first_use_no_worker", False)][: 2 if args.without_worker else 1]
+            for name, worker in runs:
+                cache = os.path.join(tmp, f"numba-{name}-{r}")
+                os.mkdir(cache)
+                times[name].append(timed_build(args.board, args.objective, cache, Path(tmp) / f"{name}-{r}", worker))
+                if worker:
+                    times["warm"].append(timed_build(args.board, args.objective, cache, Path(tmp) / f"warm-{r}"))
+                if user:
+                    cache, home = os.path.join(tmp, f"numba-user-{name}-{r}"), os.path.join(tmp, f"home-{name}-{r}")
+                    os.mkdir(cache)
+                    times[f"new_user{name[9:]}"].append(timed_first_step(cache, home, worker))
+                    if worker:
+                        times["second_use"].append(timed_first_step(cache, home))
+            print(f"repeat {r + 1}: " + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in times.items()), flush=True)
         report = {"board": args.board, "objective": args.objective, "threads": os.cpu_count(),
-                  "first_use_s": cold, "warm_s": warm, "first_use_median_s": statistics.median(cold),
-                  "warm_median_s": statistics.median(warm), "new_user_s": new_user, "second_use_s": second_use,
-                  "new_user_median_s": statistics.median(new_user) if new_user else None,
-                  "second_use_median_s": statistics.median(second_use) if second_use else None}  # fmt: skip
-        print(
-            f"{args.board} {args.objective} build: first use {report['first_use_median_s']:.1f} s, "
-            f"warm {report['warm_median_s']:.1f} s (medians of {args.repeats}; new process each)"
-        )
-        if new_user:
+                  **{f"{k}_s": v for k, v in times.items()},
+                  **{f"{k}_median_s": median_or_none(v) for k, v in times.items()}}  # fmt: skip
+        report["first_use_s"], report["warm_s"] = times["first_use"], times["warm"]
+        print(f"{args.board} {args.objective} build: first use {report['first_use_median_s']:.1f} s, warm "
+              f"{report['warm_median_s']:.1f} s (medians of {args.repeats}; new process each)")  # fmt: skip
+        if args.without_worker:
+            print(f"  first use with no precompiling worker: {report['first_use_no_worker_median_s']:.1f} s")
+        if user:
             print(f"new user, gym.make('Solved2048-3x3') to the first priced step: "
                   f"{report['new_user_median_s']:.1f} s; second use {report['second_use_median_s']:.1f} s")  # fmt: skip
+            if args.without_worker:
+                print(f"  with no precompiling worker: {report['new_user_no_worker_median_s']:.1f} s")
         if args.compiles:
             os.environ["NUMBA_CACHE_DIR"] = os.path.join(tmp, "numba-profile")  # read when numba is imported
+            os.environ["SOLVED2048_PRECOMPILE"] = "0"  # every compilation in this process, where it is timed
             if "numba" in sys.modules:
                 sys.exit("--compiles needs numba not yet imported in this process")
             own = compile_seconds(args.board, args.objective, Path(tmp) / "profile")
             report["compile_s"] = own
             print(f"compiling: {sum(own.values()):.1f} s in {len(own)} functions; the largest:")
-            for name, s in list(own.items())[:15]:
-                print(f"  {s:6.2f} s  {name}")
+            for name, seconds in list(own.items())[:15]:
+                print(f"  {seconds:6.2f} s  {name}")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
     return report
