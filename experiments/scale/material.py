@@ -61,18 +61,28 @@ def crossing_block(lo, hi, states, T, rules, lows, reached, levels, legal):
     for i in range(lo, hi):
         b = states[i]
         legal[i] = 0
+        crossing = 0  # bit set of the moves that crossed every threshold so far
         for a in range(4):
             levels[4 * i + a] = 0
             after, _, outcome = move_outcome(b, a, T.rows, T.cols, T.moves, rules)
             if outcome == ILLEGAL:
                 continue
             legal[i] += 1
-            level = 0
-            while level < n_lows and material_key(after, cells, lows[level]) != material_key(b, cells, lows[level]):
-                level += 1
-            if level:
-                reached[4 * i + a] = canonical_packed(after, T.rows, T.cols, T.sym_lines, T.sym_bytes)
-                levels[4 * i + a] = level
+            reached[4 * i + a] = after  # the raw afterstate until it is known to cross
+            crossing |= 1 << a
+        for level in range(n_lows):  # the state's key once per threshold, not once per move
+            if crossing == 0:
+                break
+            key = material_key(b, cells, lows[level])
+            for a in range(4):
+                if crossing >> a & 1:
+                    if material_key(reached[4 * i + a], cells, lows[level]) != key:
+                        levels[4 * i + a] = level + 1
+                    else:
+                        crossing &= ~(1 << a)
+        for a in range(4):
+            if levels[4 * i + a]:
+                reached[4 * i + a] = canonical_packed(reached[4 * i + a], T.rows, T.cols, T.sym_lines, T.sym_bytes)
 
 
 def crossing_moves(states: np.ndarray, T, rules, lows: np.ndarray) -> tuple:
