@@ -9,9 +9,11 @@ solver.precompile``, which compiles them into the same cache on the other core: 
 functions on a few made-up boards (compiling needs only the argument types; the made-up layer is then rejected as
 corrupt, which is expected), then steps a ``Game2048-v0`` env, and with ``oracle`` solves the 2x2 board into a
 temporary directory and prices a move on it, once the forward kernels are in the cache (this process compiles
-them; the worker waits for them rather than compile them twice).  When the build reaches a kernel the worker has
-cached, numba loads it instead of compiling; a kernel it has not finished is compiled here as before, so the worker
-can only save time, never change a result (the cache holds the same machine code either process would make).
+them; the worker waits for them rather than compile them twice).  The worker prints each part's name when it is
+done, and the build waits for the backward part before its backward pass (:func:`wait_for`), the oracle for the
+rest before its first lookup: compiling a kernel here that the worker is compiling would only take its core.  A
+kernel the worker did not cache (it failed, or was stopped) is compiled here as before, so the worker can only
+save time, never change a result (the cache holds the same machine code either process would make).
 
 ``SOLVED2048_PRECOMPILE=0`` turns it off; it is off on one core.  The worker is stopped when this process exits.
 """
@@ -169,8 +171,8 @@ def compile_oracle() -> None:
 
 #: What the worker compiles, in this order: the backward pass's kernels, the env's, the oracle's.  Not the forward
 #: pass's: the build needs them at once; those it needs after ``expand_states`` (~10 s of compiling) would keep the
-#: worker from the backward pass's until the build waits for them (measured: 84.6 s to the first priced step, against
-#: 79.4 s without them; docs/solver-performance.md, "First use").
+#: worker from the backward pass's until the build waits for them (one run each: 84.6 s to the first priced step,
+#: against 79.4 s and 81.7 s without them; docs/solver-performance.md, "A second process compiles meanwhile").
 PARTS = ("backward", "env", "oracle")
 
 
@@ -189,6 +191,8 @@ def main(argv=None) -> None:
     spec = SolveSpec.parse(args.board, args.objective)
     compilers = {"backward": compile_backward, "env": compile_env}
     for part in parts:
+        if os.getppid() != parent:
+            return  # the build is gone: nobody waits for the rest
         if part == "oracle":
             wait_for_forward(WAIT_FORWARD_S, parent)
             with tempfile.TemporaryDirectory(prefix="solved2048-precompile-") as home:
