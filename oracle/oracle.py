@@ -30,7 +30,7 @@ from solver.spec import SolveSpec
 from solver.store import Table, TableError
 
 from .evaluate import evaluate_policy
-from .lookup import AgeLayers, optimal_mask
+from .lookup import AgeLayers, optimal_mask, q_values_block
 from .regret import play_regret
 
 #: Bytes of table layers an oracle keeps open by default (see :class:`Oracle`).
@@ -92,7 +92,8 @@ def build_once(spec: SolveSpec, path: Path, progress: bool = True, what: str | N
     with open(path.with_name(path.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not path.exists():
-            precompile.start(spec, oracle=True)  # a cold cache: what the oracle needs next compiles meanwhile
+            # a cold cache: what the build and the oracle need next compiles in a second process meanwhile
+            precompile.start(spec, oracle=not precompile.is_cached(q_values_block))
             if progress:
                 tqdm.write(f"solving {what or spec.describe()} once into {path} ...")
             build(spec, path, progress=progress, **build_args)

@@ -58,17 +58,15 @@ def usable_cores() -> int:
 
 
 def start(spec, oracle: bool = False) -> subprocess.Popen | None:
-    """Launch the worker for ``spec``'s build unless its kernels are cached (the backward pass's, and with
-    ``oracle`` the oracle's), it is switched off, there is one core, or a worker was launched already by this
-    process.  Returns the worker's process, or None."""
+    """Launch the worker for ``spec``'s build unless the backward pass's kernels are cached and ``oracle`` is
+    false (the oracle passes whether its own kernels are missing), it is switched off, there is one core, or a
+    worker was launched already by this process.  Returns the worker's process, or None."""
     global _worker
     if _worker is not None or os.environ.get(ENV_SWITCH, "1") == "0" or usable_cores() < 2:
         return None
-    from oracle.lookup import q_values_block
-
     from .bellman import state_values_grouped
 
-    if is_cached(state_values_grouped) and (not oracle or is_cached(q_values_block)):
+    if is_cached(state_values_grouped) and not oracle:
         return None
     _worker = launch(spec, PARTS if oracle else PARTS[:2])
     atexit.register(stop)
