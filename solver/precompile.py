@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import os
+import select
 import subprocess
 import sys
 import tempfile
@@ -38,8 +39,11 @@ WAIT_FORWARD_S = 180.0
 _worker: subprocess.Popen | None = None
 #: Whose kernels each part compiles, for messages.
 WHAT = {"backward": "backward pass's", "env": "env's", "oracle": "env's and oracle's"}
-#: The parts the worker has said it finished.
+#: The parts the worker has said it finished, and the end of its output not yet split into lines.
 _parts_done: set[str] = set()
+_unread = b""
+#: Longest wait, in seconds, of the build for one part of the worker (it then compiles what is missing itself).
+WAIT_WORKER_S = 300.0
 
 
 def is_cached(dispatcher) -> bool:
@@ -80,21 +84,30 @@ def launch(spec, parts) -> subprocess.Popen:
     # one numba thread: an idle OpenMP pool would spin beside the build
     env = {**os.environ, ENV_SWITCH: "0", "NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     return subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+                            stderr=subprocess.DEVNULL)  # fmt: skip
 
 
-def wait_for(part: str, progress: bool = False) -> None:
-    """Wait until the worker, if one runs, has compiled ``part`` (its kernels are in the cache) or has ended:
-    compiling them here too would only take the core the worker compiles them on.  The worker prints each part's
+def wait_for(part: str, progress: bool = False, timeout: float | None = None) -> None:
+    """Wait until the worker, if one runs, has compiled ``part`` (its kernels are in the cache), has ended, or
+    ``timeout`` seconds (default :data:`WAIT_WORKER_S`) have passed: compiling them here too would only take the
+    core the worker compiles them on, but a stuck worker must not stop the build.  The worker prints each part's
     name when the part is done.  With ``progress``, says so when there is something to wait for."""
+    global _unread
     if _worker is None or part in _parts_done or _worker.stdout is None:
         return
     if progress and _worker.poll() is None:
         tqdm.write(f"waiting for a second process compiling the {WHAT[part]} kernels (once per install)")
-    for line in _worker.stdout:  # ends when the worker does
-        _parts_done.add(line.strip())
-        if line.strip() == part:
-            return
+    end = time.monotonic() + (WAIT_WORKER_S if timeout is None else timeout)
+    fd = _worker.stdout.fileno()
+    while part not in _parts_done:
+        ready, _, _ = select.select([fd], [], [], max(0.0, end - time.monotonic()))
+        if not ready:
+            return  # timed out: what the worker has not cached compiles here
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return  # the worker ended
+        *lines, _unread = (_unread + chunk).split(b"\n")
+        _parts_done.update(line.decode().strip() for line in lines)
 
 
 def stop() -> None:

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import gymnasium as gym
@@ -82,17 +83,42 @@ print(json.dumps({"cached": precompile.is_cached(engine.step_kernel), "hits": le
 """
 
 
-def test_a_worker_fills_an_empty_cache_for_the_next_process(tmp_path):
-    """``python -m solver.precompile`` (the env part: the quickest to compile) on an empty numba cache: the next
-    process loads the kernels from the cache instead of compiling them."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+def test_a_worker_fills_an_empty_cache_for_the_next_process(tmp_path, monkeypatch):
+    """A worker launched as a build launches it (the env part: the quickest to compile), on an empty numba cache:
+    ``wait_for`` returns once the worker says the part is done, and the next process loads the kernels from the
+    cache instead of compiling them."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
     assert not precompile.is_cached(lambda: None)
-    subprocess.run([sys.executable, "-m", "solver.precompile", "--board", "2x3", "--parts", "env"], cwd=ROOT,
-                   env=env, check=True, timeout=300)  # fmt: skip
-    result = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=env, capture_output=True, text=True,
-                            check=True, timeout=300)  # fmt: skip
+    worker = precompile.launch(SolveSpec.parse("2x3"), ["env"])
+    monkeypatch.setattr(precompile, "_worker", worker)
+    monkeypatch.setattr(precompile, "_parts_done", set())
+    monkeypatch.setattr(precompile, "_unread", b"")
+    try:
+        precompile.wait_for("env", timeout=300)
+        assert precompile._parts_done == {"env"}
+        assert worker.wait(60) == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+    result = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=dict(os.environ), capture_output=True,
+                            text=True, check=True, timeout=300)  # fmt: skip
     probe = json.loads(result.stdout.strip().splitlines()[-1])
     assert probe == {"cached": True, "hits": 1, "misses": 0}
+
+
+def test_a_stuck_worker_does_not_stop_the_build(monkeypatch):
+    """``wait_for`` gives up after its timeout: the build then compiles what is missing itself."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], stdout=subprocess.PIPE)
+    monkeypatch.setattr(precompile, "_worker", sleeper)
+    monkeypatch.setattr(precompile, "_parts_done", set())
+    try:
+        t0 = time.monotonic()
+        precompile.wait_for("backward", timeout=1.0)
+        assert 1.0 <= time.monotonic() - t0 < 30 and precompile._parts_done == set()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
 
 
 def test_unknown_parts_are_refused(capsys):
