@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 
+import numba
 from tqdm.auto import tqdm
 
 #: Set to "0" to never start the worker (the worker sets it for itself: it starts no worker of its own).
@@ -54,19 +55,13 @@ def is_cached(dispatcher) -> bool:
     return index is not None and os.path.exists(index)
 
 
-def usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def start(spec, oracle: bool = False) -> subprocess.Popen | None:
     """Launch the worker for ``spec``'s build unless the backward pass's kernels are cached and ``oracle`` is
     false (the oracle passes whether its own kernels are missing), it is switched off, there is one core, or a
     worker was launched already by this process.  Returns the worker's process, or None."""
     global _worker
-    if _worker is not None or os.environ.get(ENV_SWITCH, "1") == "0" or usable_cores() < 2:
+    cores = numba.config.NUMBA_DEFAULT_NUM_THREADS  # numba's count of the cores this process may run on
+    if _worker is not None or os.environ.get(ENV_SWITCH, "1") == "0" or cores < 2:
         return None
     from .bellman import state_values_grouped
 

@@ -107,10 +107,6 @@ def compile_seconds(board: str, objective: str, out: Path) -> dict[str, float]:
     return dict(sorted(timer.own.items(), key=lambda kv: -kv[1]))
 
 
-def median_or_none(xs: list[float]) -> float | None:
-    return statistics.median(xs) if xs else None
-
-
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--board", default="3x3")
@@ -144,8 +140,7 @@ def main(argv=None) -> dict:
             print(f"repeat {r + 1}: " + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in times.items()), flush=True)
         report = {"board": args.board, "objective": args.objective, "threads": os.cpu_count(),
                   **{f"{k}_s": v for k, v in times.items()},
-                  **{f"{k}_median_s": median_or_none(v) for k, v in times.items()}}  # fmt: skip
-        report["first_use_s"], report["warm_s"] = times["first_use"], times["warm"]
+                  **{f"{k}_median_s": statistics.median(v) for k, v in times.items()}}  # fmt: skip
         print(f"{args.board} {args.objective} build: first use {report['first_use_median_s']:.1f} s, warm "
               f"{report['warm_median_s']:.1f} s (medians of {args.repeats}; new process each)")  # fmt: skip
         if args.without_worker:
