@@ -96,8 +96,8 @@ def cmd_build(args) -> int:
     if args.backend == "ray":
         report = build_on_ray(spec, args)
     else:
-        if args.address or args.machines is not None or args.material_tile is not None:
-            raise ValueError("--address, --machines and --material-tile belong to --backend ray")
+        if args.address or args.machines is not None or args.material_tile is not None or args.rebalance is not None:
+            raise ValueError("--address, --machines, --material-tile and --rebalance belong to --backend ray")
         report = build(spec, args.out, args.work_dir, args.threads, progress=not args.quiet,
                        keep_work=args.keep_work, format_version=args.format, layout=args.layout or "file")  # fmt: skip
     a = report.attrs
@@ -118,11 +118,12 @@ def build_on_ray(spec: SolveSpec, args):
     on this machine."""
     if args.format != 2 or (args.layout or "directory") != "directory":
         raise ValueError("the Ray backend writes format 2 tables as a directory (--format 2 --layout directory)")
-    from .distributed.driver import DEFAULT_LOW
+    from .distributed.driver import DEFAULT_LOW, DEFAULT_TOLERANCE
     from .distributed.ray_actors import build_on_actors
     from .distributed.session import cluster_machines, ray_session
 
     low = DEFAULT_LOW if args.material_tile is None else material_low(args.material_tile)
+    tolerance = DEFAULT_TOLERANCE if args.rebalance is None else rebalance_tolerance(args.rebalance)
     if args.machines is not None and args.machines > 1 and not args.address:
         raise ValueError("a private Ray (no --address) is one machine: --machines more than 1 needs --address")
     with ray_session(args.address, num_cpus=args.threads) as ray:
@@ -130,7 +131,7 @@ def build_on_ray(spec: SolveSpec, args):
         if not args.quiet:
             print(f"{len(machines)} machine(s): {', '.join(f'{m.cpus} CPUs' for m in machines)}", flush=True)
         report, _ = build_on_actors(spec, args.out, machines, low=low, work_dir=args.work_dir,
-                                    progress=not args.quiet, keep_work=args.keep_work)  # fmt: skip
+                                    progress=not args.quiet, keep_work=args.keep_work, tolerance=tolerance)  # fmt: skip
     return report
 
 
@@ -139,6 +140,19 @@ def material_low(tile: int, option: str = "--material-tile") -> int:
     if tile < 8 or tile & (tile - 1):
         raise ValueError(f"{option} must be a power of two of at least 8 (8, 16, 32, ...), got {tile}")
     return tile.bit_length() - 1
+
+
+def rebalance_tolerance(text: str) -> float | None:
+    """``--rebalance TOL|off`` -> the tolerance (a number >= 0), or None for ``off`` (keys never move)."""
+    if text == "off":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise ValueError(f"--rebalance must be a tolerance >= 0 (such as 0.05) or 'off', got {text!r}")
+    return value
 
 
 def cmd_info(args) -> int:
@@ -296,6 +310,14 @@ def main(argv=None) -> int:
         default=None,
         help="ray: the columns of an age are the multisets of its boards' tiles >= this (a power of two >= 8; "
         "default 8); each machine owns whole columns",
+    )
+    p.add_argument(
+        "--rebalance",
+        default=None,
+        metavar="TOL|off",
+        help="ray: at every age, move columns from the busiest machine to the least busy while the busiest has more "
+        "than (1 + TOL) times an even share of the age's afterstates (default 0.05); off: a column stays where it "
+        "first appeared",
     )
     p.set_defaults(fn=cmd_build)
 

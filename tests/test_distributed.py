@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from solver.build import build
 from solver.common import SOLVER_VERSION
 from solver.distributed.column import ColumnWorker, CrossingMismatch
-from solver.distributed.driver import LocalWorkers, build_by_material
+from solver.distributed.driver import DEFAULT_TOLERANCE, LocalWorkers, build_by_material
 from solver.distributed.lookups import lookup_sorted, merge_parts
 from solver.distributed.material import UNASSIGNED, Assignment, material_keys
 from solver.spec import SolveSpec
@@ -62,16 +62,27 @@ def test_tables_are_identical_to_the_local_build(local_tables, tmp_path, game):
     assert report.attrs["states"] > 0 and not (tmp_path / "t.work").exists()
 
 
-def test_many_columns_and_crossing_moves_give_the_golden_table(tmp_path):
+def journal_total(work: WorkDir, field: str) -> int:
+    """A field of the forward journal's extras summed over the ages (a list field: its length)."""
+    extras = [work.forward_extra(c.age).get(field, 0) for c in work.forward_counts]
+    return sum(len(x) if isinstance(x, list) else x for x in extras)
+
+
+@pytest.mark.parametrize("tolerance", [DEFAULT_TOLERANCE, None])
+def test_many_columns_and_crossing_moves_give_the_golden_table(tmp_path, tolerance):
     """2x4 up to 64, four workers, columns by the tiles >= 8: most ages have several columns on several workers,
-    and many moves cross between them."""
+    and many moves cross between them.  Rebalanced, keys move between workers, and the states they own of the next
+    age are handed to their new owners; without rebalancing no key moves."""
     spec = spec_of("2x4-tile6")
-    out = build_by_material(spec, tmp_path / "t", 4, 3, progress=False, keep_work=True).out
+    out = build_by_material(spec, tmp_path / "t", 4, 3, progress=False, keep_work=True, tolerance=tolerance).out
     assert checksums_of(out) == golden("2x4-tile6")
     work = WorkDir(tmp_path / "t.work", spec, SOLVER_VERSION, layout={"backend": "material", "workers": 4, "low": 3})
-    crossing = sum(work.forward_extra(c.age)["crossing"] for c in work.forward_counts)
     owners = {int(o) for c in work.forward_counts for o in work.forward_extra(c.age)["owners"]}
-    assert crossing > 1000 and owners == {0, 1, 2, 3}
+    assert journal_total(work, "crossing") > 1000 and owners == {0, 1, 2, 3}
+    if tolerance is None:
+        assert journal_total(work, "moved_keys") == journal_total(work, "handed_off") == 0
+    else:
+        assert journal_total(work, "moved_keys") > 10 and journal_total(work, "handed_off") > 1000
     left = {p.name.split(".")[2] for p in (tmp_path / "t.work" / "forward").iterdir()}
     assert left == {"states_upper", "states_lower", "states_code"}  # the start ages' only: the rest was discarded
     with Table(out) as t:
@@ -123,6 +134,29 @@ def test_an_interrupted_build_resumes_to_the_same_table(local_tables, tmp_path, 
     assert (work / "journal.jsonl").exists()
     build_by_material(spec, out, 3, 3, work_dir=work, progress=False)
     assert checksums_of(out) == checksums_of(local_tables[spec])
+
+
+def test_builds_stopped_after_hand_offs_resume_to_the_same_table(local_tables, tmp_path):
+    """Stopped right after the first age that handed states off (the resumed forward pass hands them again), and
+    in the backward pass where an age needs values handed back before the stop (read back from the work
+    directory)."""
+    spec = SolveSpec.parse("2x3", "score", 0.1, "random")
+    build_by_material(spec, tmp_path / "full", 3, 3, progress=False, keep_work=True)
+    work = WorkDir(tmp_path / "full.work", spec, SOLVER_VERSION, layout={"backend": "material", "workers": 3, "low": 3})
+    ages = [c.age for c in work.forward_counts]
+    handing = [i for i, age in enumerate(ages) if work.forward_extra(age)["handed_off"]]
+    assert handing, "no age handed states off: nothing to resume"
+    # a step is one exchange_and_spawn (forward, ages ascending) or one settle (backward, ages descending); the
+    # stop raises at the start of the step, so the ages before it are journalled
+    forward_stop = handing[0] + 2
+    # the settle of age a - 2, where a handed off states of a + 2: it reads their values back from the directory
+    backward_stop = len(ages) + (len(ages) - handing[-1]) + 1
+    for steps in (forward_stop, backward_stop):
+        out, scratch = tmp_path / f"t{steps}", tmp_path / f"t{steps}.work"
+        with pytest.raises(Interrupted):
+            build_by_material(spec, out, 3, 3, work_dir=scratch, progress=False, make_workers=interrupting_after(steps))
+        build_by_material(spec, out, 3, 3, work_dir=scratch, progress=False)
+        assert checksums_of(out) == checksums_of(local_tables[spec])
 
 
 def test_a_work_directory_is_resumed_only_with_the_same_workers_and_threshold(tmp_path):

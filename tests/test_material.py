@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
+import pytest
 from hypothesis import given
 
 from experiments.scale.material import crossing_moves, material_keys, measure_age
@@ -170,14 +171,18 @@ def test_crossing_moves_do_not_depend_on_the_threads():
 
 
 def test_rebalancing_moves_the_key_nearest_half_the_gap():
-    from experiments.scale.critical_path import rebalance
     from solver.distributed.material import Assignment
 
     assignment = Assignment(2, 3, keys=[1, 2, 3], owners=[0, 0, 1])
-    keys = np.array([1, 2, 3], np.uint64)
-    moved = rebalance(assignment, keys, np.array([5, 3, 2], np.int64), tolerance=0.0)  # loads 8 and 2: gap 6
-    assert moved.tolist() == [False, True, False] and assignment.owners.tolist() == [0, 1, 1]
-    assert not rebalance(assignment, keys, np.array([5, 3, 2], np.int64), tolerance=0.0).any()  # 5 and 5
+    keys, owners = assignment.rebalance({1: 5, 2: 3, 3: 2}, tolerance=0.0)  # loads 8 and 2: gap 6, key 2 is nearest 3
+    assert keys.tolist() == [2] and owners.tolist() == [1] and assignment.owners.tolist() == [0, 1, 1]
+    keys, _ = assignment.rebalance({1: 5, 2: 3, 3: 2}, tolerance=0.0)  # 5 and 5
+    assert keys.size == 0
+    assert assignment.rebalance({1: 9, 2: 1, 3: 0}, tolerance=0.5)[0].size == 0  # 9 and 1: key 1 exceeds the gap
+    with pytest.raises(ValueError, match="assigned first"):
+        assignment.rebalance({4: 1}, tolerance=0.0)
+    with pytest.raises(ValueError, match=">= 0"):
+        assignment.rebalance({1: 1}, tolerance=-0.1)
 
 
 def test_a_stand_in_histogram_models_every_published_age_with_the_games_afterstates():

@@ -110,6 +110,8 @@ def test_cli_refuses_a_table_file_and_bad_options_on_ray(tmp_path):
         (["--machines", "2"], "--backend ray"),
         (["--backend", "ray", "--machines", "2"], "needs --address"),
         (["--backend", "ray", "--material-tile", "12"], "power of two"),
+        (["--backend", "ray", "--rebalance", "lots"], "--rebalance must be a tolerance >= 0"),
+        (["--rebalance", "0.1"], "--backend ray"),
     ]
     for wrong, message in wrongs:
         run = subprocess.run([sys.executable, "-m", "solver", "build", "--board", "2x2", *wrong,

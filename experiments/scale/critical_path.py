@@ -9,7 +9,9 @@ machine.  For each machine count M this replays, age by age:
 
 * the assignment: the keys new in an age go to machines exactly as the distributed driver gives them
   (:class:`solver.distributed.material.Assignment`: largest first, each to the machine with the least work of
-  that age, weighed by afterstates), and a key never moves;
+  that age, weighed by afterstates); with ``--rebalance TOL``, keys also move between machines at every age as
+  the driver moves them (:meth:`~solver.distributed.material.Assignment.rebalance`), and without it a key never
+  moves (the driver's ``--rebalance off``);
 * compute: the busiest machine's states + afterstates, at ``rate`` per core-second on ``cores`` cores;
 * exchange: every crossing pair whose source and target keys sit on different machines sends each of its
   afterstates twice, once as an ID (8 B, forward) and once as a value (8 B, backward); a target key that no
@@ -57,34 +59,12 @@ class AgeLoad:
         return self.states + self.afterstates
 
 
-def rebalance(assignment: Assignment, keys: np.ndarray, work: np.ndarray, tolerance: float) -> np.ndarray:
-    """Move keys of this age (``keys uint64[k]``, ``work int64[k]``) from the busiest machine to the least busy
-    while the busiest holds more than ``1 + tolerance`` times an even share: each time the key whose work is
-    nearest half the gap (and below the gap).  Changes ``assignment`` in place; returns the mask of moved keys.
-    A model of a design not built: the driver never moves a key."""
-    moved = np.zeros(keys.size, bool)
-    rows = np.searchsorted(assignment.keys, keys)
-    for _ in range(4 * assignment.n_workers):
-        owners = assignment.owners[rows]
-        load = np.bincount(owners, weights=work, minlength=assignment.n_workers)
-        high, low = int(np.argmax(load)), int(np.argmin(load))
-        if load[high] <= (1 + tolerance) * load.sum() / assignment.n_workers:
-            break
-        gap = load[high] - load[low]
-        fits = np.flatnonzero((owners == high) & (work > 0) & (work < gap))
-        if not fits.size:
-            break
-        pick = fits[np.argmin(np.abs(work[fits] - gap / 2))]
-        assignment.owners[rows[pick]] = low
-        moved[pick] = True
-    return moved
-
-
 def replay(ages: dict[int, dict], tile: int, machines: int, tolerance: float | None = None) -> list[AgeLoad]:
     """Each age of the histogram ``ages`` (``{age: row}``, as :func:`experiments.scale.material.load_ages` reads
     it) on ``machines`` machines at threshold ``tile``, keys assigned as the distributed driver assigns them.
-    With a ``tolerance``, keys are also moved between machines at every age (:func:`rebalance`, a design not
-    built), and a moved key's states of that age count as exchanged (an ID forward, a value backward)."""
+    With a ``tolerance``, keys are also moved between machines at every age as the driver moves them
+    (:meth:`Assignment.rebalance`), and a moved key's states of that age count as exchanged (an ID forward, a value
+    backward: the driver sends its afterstates of that age and hands off its states of the next)."""
     low = material_low(int(tile), "--tile")
     assignment = Assignment(machines, low)
     out = []
@@ -101,7 +81,10 @@ def replay(ages: dict[int, dict], tile: int, machines: int, tolerance: float | N
                            if a > 0 or o == UNASSIGNED})  # fmt: skip
         moved = 0
         if tolerance is not None:
-            moved = int(states[rebalance(assignment, keys, states + after, tolerance)].sum())
+            # weighed as the driver weighs them: by the afterstates of the age
+            moved_keys, _ = assignment.rebalance({int(k): int(a) for k, a in zip(keys, after, strict=True) if a > 0},
+                                                 tolerance)  # fmt: skip
+            moved = int(states[np.isin(keys, moved_keys)].sum())
         owners = assignment.owners_of_keys(keys)
         load_states = np.bincount(owners, weights=states, minlength=machines).astype(np.int64)
         load_after = np.bincount(owners, weights=after, minlength=machines).astype(np.int64)
@@ -199,8 +182,8 @@ def main(argv=None) -> dict:
     parser.add_argument("histogram", help="JSON Lines of python -m experiments.scale.material --json")
     add_model_args(parser, rate_required=False)
     parser.add_argument("--rebalance", type=float, default=None, metavar="TOLERANCE",
-                        help="also model moving keys at every age while the busiest machine exceeds an even share "
-                        "by more than TOLERANCE (a design not built)")  # fmt: skip
+                        help="also move keys at every age while the busiest machine exceeds an even share by more "
+                        "than TOLERANCE, as the driver does (its default: 0.05)")  # fmt: skip
     parser.add_argument("--calibrate", type=float, nargs=2, metavar=("LOCAL_S", "RAY_S"), default=None,
                         help="seconds of this build: local on 2 threads, Ray on 2 one-CPU nodes")  # fmt: skip
     args = parser.parse_args(argv)

@@ -5,21 +5,28 @@ The driver calls the steps in order for every age, on every worker, and carries 
 forward, increasing ages::
 
     expand(age)            -> {"states", "terminal", "key_work": {key: afterstates made}}
-    send_crossing(age, new keys, their owners) -> {owner: crossing afterstates (sorted uint64)}
+    send_crossing(age, keys assigned or moved, their owners) -> {owner: crossing afterstates (sorted)}
     receive_crossing(age, source, ids)          (from every other worker's send_crossing)
-    spawn(age)             -> {"afterstates", "next_age"}; the age's layers are saved
+    spawn(age)             -> {"afterstates", "next_age", "handed_off"}; the age's layers are saved
+    hand_off(age)          -> {owner: its states of age + 2 that this worker holds} (keys moved in this age)
+    receive_handoff(age, source, ids)           (from every other worker's hand_off)
 
 backward, decreasing ages::
 
     value_afterstates(age) -> {source: values (float64) of the crossing afterstates it sent, in its order}
     receive_values(age, owner, values)          (from every other worker's value_afterstates)
     value_states(age)      -> {"states", "afterstates"}; the values are saved
+    hand_back(age)         -> {source: values of the states of age that source handed to this worker}
+    receive_handback(age, owner, values)        (from every other worker's hand_back)
     write(age, out)        -> the age's table file from every worker's part (one worker per age)
 
 Every array a worker holds is its own: states of its keys, the afterstates of its keys, and per other worker the
 crossing afterstates sent to it or received from it (the IDs, kept from the forward pass so that the backward pass
-exchanges values only).  The layers live in the shared work directory, so that a worker that is replaced, or a
-build that is resumed, reads them back::
+exchanges values only).  When the driver moves a key to another worker in age a, its afterstates of age a belong to
+the new owner (they cross), and so do its states of age a + 2 that the old owner spawned earlier: the old owner
+hands them off after its spawn step, and receives their values back once the new owner has valued them (its
+afterstates of age a - 2 need them).  The layers live in the shared work directory, so that a worker that is
+replaced, or a build that is resumed, reads them back::
 
     forward/{age:06d}.w{worker:04d}.states_{upper,lower,code}.npy       the worker's states of the age, Elias-Fano
     forward/{age:06d}.w{worker:04d}.afterstates_{upper,lower,code}.npy  its afterstates (own and received)
@@ -28,7 +35,12 @@ build that is resumed, reads them back::
     forward/{age:06d}.w{worker:04d}.received.npy      the same for those received, by source
     forward/{age:06d}.w{worker:04d}.received_counts.npy
     backward/{age:06d}.w{worker:04d}.state_values.npy float64, beside the states
+    forward/{age:06d}.w{worker:04d}.handoff_sent.npy  uint64: states of the age handed to their keys' new owners
+    forward/{age:06d}.w{worker:04d}.handoff_sent_counts.npy      int64[workers]: how many went to each owner
+    forward/{age:06d}.w{worker:04d}.handoff_received.npy         the same for those received, by source
+    forward/{age:06d}.w{worker:04d}.handoff_received_counts.npy
     backward/{age:06d}.w{worker:04d}.values.npy       float64, beside the afterstates
+    backward/{age:06d}.w{worker:04d}.handback{owner:04d}.npy     float64: values of the states handed to owner
 """
 
 from __future__ import annotations
@@ -77,6 +89,7 @@ class ColumnWorker:
         self.spec, self.index, self.assignment = spec, int(index), assignment
         self.n_workers, self.work = assignment.n_workers, str(work)
         self.pending = Pending()
+        self._handoff_out: dict[int, np.ndarray] = {}
         self._states: dict[int, np.ndarray] = {}
         self._expanded: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # age -> (afterstates, their material keys)
         self._own: dict[int, np.ndarray] = {}
@@ -85,6 +98,8 @@ class ColumnWorker:
         self._afterstates: dict[int, np.ndarray] = {}
         self._afterstate_values: dict[int, np.ndarray] = {}
         self.values_in: dict[int, dict[int, np.ndarray]] = {}
+        self.handoff_in: dict[int, dict[int, np.ndarray]] = {}  # age -> {source: states handed to this worker}
+        self._handback_out: dict[int, dict[int, np.ndarray]] = {}
         self._window: dict[int, ValueIndex] = {}
         self.ages: set[int] = set()
 
@@ -117,12 +132,17 @@ class ColumnWorker:
     def resume_forward(self, starts: np.ndarray, finished: list[int], new_keys, new_owners) -> int | None:
         """Continue a forward pass whose ages ``finished`` are journalled (``new_keys``/``new_owners``: the keys
         they assigned): the start states of later ages, and the children of the last two finished ages."""
-        self.assignment.extend(new_keys, new_owners)
+        self.assignment.apply(new_keys, new_owners)
         last = max(finished)
         owners = self.assignment.owners_of(starts, self.spec.cells)
         self.pending.add_by_age(starts[owners == self.index], self.spec, after=last)
         for age in (a for a in finished if a >= last - 2):
             self.pending.add_children(age, self._load_boards(age, "afterstates"), self.spec, after=last)
+        self._take_moved(last + 2)  # this worker handed them off after spawning the last age
+        for source in range(self.n_workers):  # every worker saved its hand-off before the last age was journalled
+            piece = self._crossing(last + 2, "handoff_sent", source).get(self.index)
+            if source != self.index and piece is not None:
+                self.receive_handoff(last, source, piece)
         return self.next_age()
 
     def next_age(self) -> int | None:
@@ -131,7 +151,11 @@ class ColumnWorker:
     # -- forward ------------------------------------------------------------------------------------------------
     def expand(self, age: int) -> dict:
         """Expand this worker's states of ``age`` (none if it has no pending runs of that age)."""
-        states = merge_unique(self.pending.runs.pop(age, []))
+        handed = self.handoff_in.pop(age, {})
+        joined, counts = _by_worker(handed, self.n_workers)
+        self._save("forward", age, "handoff_received", joined)
+        self._save("forward", age, "handoff_received_counts", counts)
+        states = merge_unique([*self.pending.runs.pop(age, []), *handed.values()])
         afterstates, terminal = expand(states, self.spec)
         keys = material_keys(afterstates, self.spec.cells, self.assignment.low)
         self._states[age], self._expanded[age] = states, (afterstates, keys)
@@ -139,10 +163,10 @@ class ColumnWorker:
         return {"states": int(states.size), "terminal": int(terminal),
                 "key_work": dict(zip((int(k) for k in unique), (int(c) for c in counts), strict=True))}  # fmt: skip
 
-    def send_crossing(self, age: int, new_keys: np.ndarray, new_owners: np.ndarray) -> dict[int, np.ndarray]:
-        """Record the keys assigned in this age; keep the expanded afterstates this worker owns and return the
-        others by owner (each sorted)."""
-        self.assignment.extend(new_keys, new_owners)
+    def send_crossing(self, age: int, keys: np.ndarray, owners: np.ndarray) -> dict[int, np.ndarray]:
+        """Record the keys assigned or moved in this age (``keys``, their ``owners``); keep the expanded
+        afterstates this worker owns and return the others by owner (each sorted)."""
+        self.assignment.apply(keys, owners)
         afterstates, keys = self._expanded.pop(age)
         owners = self.assignment.owners_of_keys(keys)
         if np.any(owners < 0):
@@ -167,23 +191,64 @@ class ColumnWorker:
             self._save("forward", age, name, joined)
             self._save("forward", age, f"{name}_counts", counts)
         self.pending.add_children(age, afterstates, self.spec)
-        return {"afterstates": int(afterstates.size), "next_age": self.next_age()}
+        next_age = self.next_age()  # before the hand-off: some worker holds those states either way
+        self._handoff_out = self._take_moved(age + 2)
+        joined, counts = _by_worker(self._handoff_out, self.n_workers)
+        self._save("forward", age + 2, "handoff_sent", joined)
+        self._save("forward", age + 2, "handoff_sent_counts", counts)
+        return {"afterstates": int(afterstates.size), "next_age": next_age, "handed_off": int(joined.size)}
+
+    def _take_moved(self, age: int) -> dict[int, np.ndarray]:
+        """Take this worker's pending states of ``age`` whose keys other workers own now: ``{owner: sorted ids}``."""
+        runs = self.pending.runs.pop(age, [])
+        if not runs:
+            return {}
+        states = merge_unique(runs)
+        owners = self.assignment.owners_of(states, self.spec.cells)
+        if np.any(owners < 0):
+            raise CrossingMismatch(f"age {age}: a pending state's key has no owner")
+        mine = owners == self.index
+        if mine.any():
+            self.pending.runs[age] = [states[mine]]
+        return {int(w): states[owners == w] for w in np.unique(owners[~mine])}
+
+    def hand_off(self, age: int) -> dict[int, np.ndarray]:
+        """The states of ``age + 2`` that :meth:`spawn` took from this worker (their keys moved): ``{owner: ids}``."""
+        out, self._handoff_out = self._handoff_out, {}
+        return out
+
+    def receive_handoff(self, age: int, source: int, ids: np.ndarray) -> None:
+        """States of ``age + 2`` whose keys this worker owns now, from the worker that spawned them."""
+        self.handoff_in.setdefault(age + 2, {})[int(source)] = ids
 
     # -- backward -----------------------------------------------------------------------------------------------
-    def _crossing(self, age: int, name: str) -> dict[int, np.ndarray]:
-        return _split_by_worker(self._load("forward", age, name), self._load("forward", age, f"{name}_counts"))
+    def _crossing(self, age: int, name: str, worker: int | None = None) -> dict[int, np.ndarray]:
+        """A saved exchange of ``age`` (``name``: sent, received, handoff_sent, handoff_received) by peer."""
+        return _split_by_worker(self._load("forward", age, name, worker),
+                                self._load("forward", age, f"{name}_counts", worker))  # fmt: skip
 
     def begin_backward(self, ages) -> None:
         """The ages of the game (the forward pass's), before the first backward step."""
         self.ages = {int(a) for a in ages}
+
+    def _handed_off(self, age: int) -> dict[int, np.ndarray]:
+        """The states of ``age`` this worker handed off, by owner (none at the first age: no spawn made them)."""
+        return self._crossing(age, "handoff_sent") if age - 2 in self.ages else {}
 
     def _index(self, age: int) -> ValueIndex:
         """The value index of this worker's states of a solved ``age`` (empty past the last age)."""
         if age not in self.ages:
             return empty_value_index()
         if age not in self._window:
-            states = self._load_boards(age, "states")
-            self._window[age] = build_value_index(states, self._load("backward", age, "state_values"))
+            ids, values = [self._load_boards(age, "states")], [self._load("backward", age, "state_values")]
+            for owner, handed in self._handed_off(age).items():
+                ids.append(handed)
+                values.append(self._load("backward", age, f"handback{owner:04d}"))
+                if values[-1].shape != handed.shape:
+                    raise CrossingMismatch(f"age {age}: {values[-1].size} values from worker {owner} for the "
+                                           f"{handed.size} states handed to it")  # fmt: skip
+            self._window[age] = build_value_index(*merge_parts(ids, values)) if len(ids) > 1 else \
+                build_value_index(ids[0], values[0])  # fmt: skip
         return self._window[age]
 
     def value_afterstates(self, age: int) -> dict[int, np.ndarray]:
@@ -227,8 +292,25 @@ class ColumnWorker:
         self._save("backward", age, "state_values", state_values)
         for old in [a for a in self._window if a > age + 2]:  # ages a - 2 and a - 4 read only a and a + 2
             del self._window[old]
-        self._window[age] = build_value_index(states, state_values)
+        out = {}
+        for source, ids in self._crossing(age, "handoff_received").items():
+            found, missing = lookup_sorted(states, state_values, ids)
+            if missing >= 0:
+                raise CrossingMismatch(f"age {age}: worker {source} handed off state {int(ids[missing]):#x}, "
+                                       f"which worker {self.index} does not hold")  # fmt: skip
+            out[source] = found
+        self._handback_out[age] = out
+        if not self._handed_off(age):  # else its index waits for the values handed back
+            self._window[age] = build_value_index(states, state_values)
         return {"states": int(states.size), "afterstates": int(afterstates.size)}
+
+    def hand_back(self, age: int) -> dict[int, np.ndarray]:
+        """For each worker that handed this one states of ``age``, their values, in the order it sent them."""
+        return self._handback_out.pop(age, {})
+
+    def receive_handback(self, age: int, owner: int, values: np.ndarray) -> None:
+        """Values of the states of ``age`` this worker handed to ``owner``, saved for :meth:`_index`."""
+        self._save("backward", age, f"handback{int(owner):04d}", values)
 
     def write(self, count: AgeCount, out) -> dict:
         """Code and write the table file of ``count.age`` from every worker's afterstates and values ->

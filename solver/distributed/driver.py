@@ -33,6 +33,18 @@ from .material import Assignment, key_counts
 DEFAULT_LOW = 3
 
 
+#: The default tolerance of the rebalancing: keys move while an age's busiest worker holds more than 1.05 times an
+#: even share of its afterstates (:meth:`Assignment.rebalance`).
+DEFAULT_TOLERANCE = 0.05
+EMPTY_CHANGES = np.empty(0, np.uint64), np.empty(0, np.int64)
+
+
+def final_owners(keys, owners) -> tuple[np.ndarray, np.ndarray]:
+    """``(keys uint64[k], owners int64[k])``, each key once with the last of its owners in ``owners``."""
+    last = dict(zip((int(k) for k in keys), (int(o) for o in owners), strict=True))
+    return np.array(list(last), np.uint64), np.array(list(last.values()), np.int64)
+
+
 class LocalWorkers:
     """The workers of a build in this process; each step runs on every worker in turn."""
 
@@ -48,12 +60,14 @@ class LocalWorkers:
     def expand(self, age: int) -> list[dict]:
         return [w.expand(age) for w in self.workers]
 
-    def exchange_and_spawn(self, age: int, new_keys: np.ndarray, new_owners: np.ndarray, sources) -> tuple:
-        """Each worker sends its crossing afterstates of ``age`` to their owners (``sources[w]``: the workers that
-        send to worker w), then spawns its afterstates -> ``(crossing afterstates sent, [spawn result...])``."""
+    def exchange_and_spawn(self, age: int, keys: np.ndarray, owners: np.ndarray, sources) -> tuple:
+        """Each worker takes the keys assigned or moved in ``age`` (``keys``, their ``owners``), sends its crossing
+        afterstates of ``age`` to their owners (``sources[w]``: the workers that send to worker w), spawns its
+        afterstates and hands the children of age + 2 that moved keys own to their new owners -> ``(crossing
+        afterstates sent, [spawn result...])``."""
         sent = 0
         for w in self.workers:
-            for owner, ids in w.send_crossing(age, new_keys, new_owners).items():
+            for owner, ids in w.send_crossing(age, keys, owners).items():
                 self.workers[owner].receive_crossing(age, w.index, ids)
                 sent += ids.size
         for w in self.workers:
@@ -62,19 +76,27 @@ class LocalWorkers:
                     f"age {age}: worker {w.index} expected crossing afterstates from "
                     f"{sorted(sources[w.index])}, got them from {sorted(w.received.get(age, {}))}"
                 )
-        return sent, [w.spawn(age) for w in self.workers]
+        spawned = [w.spawn(age) for w in self.workers]
+        for w in self.workers:
+            for owner, ids in w.hand_off(age).items():
+                self.workers[owner].receive_handoff(age, w.index, ids)
+        return sent, spawned
 
     def begin_backward(self, ages: list[int]) -> None:
         for w in self.workers:
             w.begin_backward(ages)
 
     def settle(self, age: int) -> list[dict]:
-        """Each worker values its afterstates of ``age``, sends the crossing ones' values back, and values its
-        states."""
+        """Each worker values its afterstates of ``age``, sends the crossing ones' values back, values its states,
+        and sends the values of the states handed to it back to the workers that handed them."""
         for w in self.workers:
             for source, values in w.value_afterstates(age).items():
                 self.workers[source].receive_values(age, w.index, values)
-        return [w.value_states(age) for w in self.workers]
+        valued = [w.value_states(age) for w in self.workers]
+        for w in self.workers:
+            for source, values in w.hand_back(age).items():
+                self.workers[source].receive_handback(age, w.index, values)
+        return valued
 
     def write(self, writer: int, count: AgeCount, out: str) -> dict:
         return self.workers[writer].write(count, out)
@@ -88,8 +110,9 @@ class MaterialBuild:
     group of workers."""
 
     def __init__(self, spec: SolveSpec, n_workers: int, low: int, work: WorkDir, progress: bool = True,
-                 make_workers=LocalWorkers):  # fmt: skip
+                 make_workers=LocalWorkers, tolerance: float | None = DEFAULT_TOLERANCE):  # fmt: skip
         self.spec, self.progress, self.n_workers, self.work = spec, progress, n_workers, work
+        self.tolerance = tolerance
         self.assignment = Assignment(n_workers, low)
         self.start_ids, self.start_probs = canonical_starts(spec)
         self.start_ages = sorted({int(a) for a in spec.ages(self.start_ids)})
@@ -98,15 +121,16 @@ class MaterialBuild:
         self.counts: dict[int, AgeCount] = {c.age: c for c in work.forward_counts}
 
     def _restore_assignment(self) -> tuple[np.ndarray, np.ndarray]:
-        """The keys the journalled ages assigned, added to the assignment: ``(keys, owners)``."""
+        """The keys the journalled ages assigned or moved, each with its last owner, applied to the assignment:
+        ``(keys, owners)``."""
         keys, owners = [], []
         for age in sorted(self.counts):
             extra = self.work.forward_extra(age)
-            keys += [int(k) for k in extra.get("keys", [])]
-            owners += [int(o) for o in extra.get("owners", [])]
-        new = np.array(keys, np.uint64), np.array(owners, np.int64)
-        self.assignment.extend(*new)
-        return new
+            keys += [int(k) for k in extra.get("keys", [])] + [int(k) for k in extra.get("moved_keys", [])]
+            owners += [int(o) for o in extra.get("owners", [])] + [int(o) for o in extra.get("moved_to", [])]
+        changes = final_owners(keys, owners)
+        self.assignment.apply(*changes)
+        return changes
 
     def forward(self) -> None:
         if self.counts:
@@ -127,12 +151,22 @@ class MaterialBuild:
                     for key, n in e["key_work"].items():
                         key_work[key] = key_work.get(key, 0) + n
                 new_keys, new_owners = self.assignment.assign(key_work)
-                sent, spawned = self.workers.exchange_and_spawn(age, new_keys, new_owners, self.senders(expanded))
+                moved_keys, moved_to = EMPTY_CHANGES
+                if self.tolerance is not None:
+                    moved_keys, moved_to = self.assignment.rebalance(key_work, self.tolerance)
+                changes = final_owners([*new_keys, *moved_keys], [*new_owners, *moved_to])
+                sent, spawned = self.workers.exchange_and_spawn(age, *changes, self.senders(expanded))
                 upcoming = {s["next_age"] for s in spawned} - {None}
                 count = AgeCount(age, sum(e["states"] for e in expanded), sum(s["afterstates"] for s in spawned),
                                  sum(e["terminal"] for e in expanded))  # fmt: skip
-                assigned = {"keys": [str(int(k)) for k in new_keys], "owners": [int(o) for o in new_owners]}
-                self.work.record_forward(count, extra={**assigned, "crossing": sent})
+                assigned = {
+                    "keys": [str(int(k)) for k in new_keys],
+                    "owners": [int(o) for o in new_owners],
+                    "moved_keys": [str(int(k)) for k in moved_keys],
+                    "moved_to": [int(o) for o in moved_to],
+                }
+                handed = sum(s["handed_off"] for s in spawned)
+                self.work.record_forward(count, extra={**assigned, "crossing": sent, "handed_off": handed})
                 self.counts[age] = count
                 bar.update()
         finally:
@@ -173,6 +207,8 @@ class MaterialBuild:
                 bar.update()
         finally:
             bar.close()
+        for leftover in [*self.work.path.glob("forward/*.handoff_*"), *self.work.path.glob("backward/*.handback*")]:
+            leftover.unlink()  # the first ages' hand-offs, and the empty ones after the last age
 
     def take_start_values(self, table: TableWriterV2, age: int) -> None:
         parts = self.workers.start_values(age)
@@ -181,15 +217,22 @@ class MaterialBuild:
 
     def discard_finished(self, age: int) -> None:
         """Once ``age`` is journalled, no lower age reads its afterstates, crossing afterstates and their values,
-        nor the states of ``age + 4`` (start ages keep theirs: their values are taken again on resume)."""
+        nor the states of ``age + 4``, the states handed off in that age and their values (start ages keep
+        theirs: their values are taken again on resume)."""
         coded = ("upper", "lower", "code")
         doomed = [("forward", age, name) for name in ("sent", "sent_counts", "received", "received_counts")]
         doomed += [("forward", age, f"afterstates_{part}") for part in coded] + [("backward", age, "values")]
-        if age + 4 in self.counts and age + 4 not in self.start_ages:
-            doomed += [("forward", age + 4, f"states_{part}") for part in coded]
-            doomed += [("backward", age + 4, "state_values")]
+        late = age + 4
+        if late in self.counts:
+            doomed += [("forward", late, f"handoff_{way}{n}") for way in ("sent", "received") for n in ("", "_counts")]
+        if late in self.counts and late not in self.start_ages:
+            doomed += [("forward", late, f"states_{part}") for part in coded] + [("backward", late, "state_values")]
         for stage, a, name in doomed:
             for w in range(self.n_workers):
+                if name == "handoff_sent_counts":  # the values handed back go with the states handed off
+                    counts = part_file(self.work.path, stage, a, w, name)
+                    for owner in np.flatnonzero(np.load(counts)) if counts.exists() else ():
+                        part_file(self.work.path, "backward", a, w, f"handback{owner:04d}").unlink(missing_ok=True)
                 part_file(self.work.path, stage, a, w, name).unlink(missing_ok=True)
 
 
@@ -227,17 +270,19 @@ def build_by_material(
     progress: bool = True,
     keep_work: bool = False,
     make_workers=LocalWorkers,
+    tolerance: float | None = DEFAULT_TOLERANCE,
 ) -> BuildReport:
     """Solve ``spec`` into the v2 table directory ``out`` with ``n_workers`` workers (in this process by default;
-    see :class:`MaterialBuild`), columns keyed by the multiset of tiles >= ``2**low``.  The table is bit for bit
-    the local build's.  Resumable: run it again with the same workers and threshold after an interruption."""
+    see :class:`MaterialBuild`), columns keyed by the multiset of tiles >= ``2**low``, keys moved between workers
+    to even out each age's work within ``tolerance`` (None: a key never moves).  The table is bit for bit the
+    local build's.  Resumable: run it again with the same workers and threshold after an interruption."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out} exists and is not a directory: a distributed build writes a table directory")
     work = WorkDir(work_dir or out.with_name(out.name + ".work"), spec, SOLVER_VERSION,
                    layout={"backend": "material", "workers": int(n_workers), "low": int(low)})  # fmt: skip
     try:
-        run = MaterialBuild(spec, n_workers, low, work, progress, make_workers)
+        run = MaterialBuild(spec, n_workers, low, work, progress, make_workers, tolerance)
     except BaseException:
         work.close()
         raise

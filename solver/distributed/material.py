@@ -43,7 +43,9 @@ def key_counts(ids: np.ndarray, cells: int, low: int) -> dict[int, int]:
 class Assignment:
     """Which worker owns each material key: sorted ``keys`` (``uint64[k]``) and ``owners`` (``int64[k]``).
 
-    A key is assigned once, when it first appears, and never moves (its boards' children stay with it)."""
+    A key is assigned when it first appears (:meth:`assign`), and may move to another worker at a later age to even
+    out that age's work (:meth:`rebalance`); the driver sends both to every worker, which applies them
+    (:meth:`apply`)."""
 
     def __init__(self, n_workers: int, low: int, keys=None, owners=None):
         if n_workers < 1:
@@ -89,6 +91,48 @@ class Assignment:
         new = np.array(fresh, np.uint64), np.array(chosen, np.int64)
         self.extend(*new)
         return new
+
+    def rebalance(self, key_work: dict[int, int], tolerance: float) -> tuple[np.ndarray, np.ndarray]:
+        """Move keys of this age (``key_work``: key -> its work in this age; every key assigned) from the busiest
+        worker to the least busy while the busiest holds more than ``1 + tolerance`` times an even share: each
+        time the key whose work is nearest half the gap between the two (and below the gap), at most
+        ``4 * n_workers`` moves.  Deterministic.  Returns the moved ``(keys, new owners)``, applied here."""
+        if tolerance < 0:
+            raise ValueError(f"the rebalancing tolerance must be >= 0, got {tolerance}")
+        keys = np.array(sorted(key_work), np.uint64)
+        work = np.array([key_work[int(k)] for k in keys], np.int64)
+        rows = np.searchsorted(self.keys, keys)
+        if keys.size and (np.any(rows >= self.keys.size) or np.any(self.keys[np.minimum(rows, self.keys.size - 1)]
+                                                                   != keys)):  # fmt: skip
+            raise ValueError("rebalance: every key of the age must be assigned first")
+        moved: dict[int, int] = {}
+        for _ in range(4 * self.n_workers):
+            owners = self.owners[rows]
+            load = np.bincount(owners, weights=work, minlength=self.n_workers)
+            high, low = int(np.argmax(load)), int(np.argmin(load))
+            if load[high] <= (1 + tolerance) * load.sum() / self.n_workers:
+                break
+            gap = load[high] - load[low]
+            fits = np.flatnonzero((owners == high) & (work > 0) & (work < gap))
+            if not fits.size:
+                break
+            pick = fits[np.argmin(np.abs(work[fits] - gap / 2))]
+            self.owners[rows[pick]] = low
+            moved[int(keys[pick])] = low
+        out = np.array(list(moved), np.uint64), np.array(list(moved.values()), np.int64)
+        return out
+
+    def apply(self, keys: np.ndarray, owners: np.ndarray) -> None:
+        """Give each key of ``keys`` the owner in ``owners``: a new key is added, an assigned one moves."""
+        keys, owners = np.asarray(keys, np.uint64), np.asarray(owners, np.int64)
+        if not keys.size:
+            return
+        if np.any((owners < 0) | (owners >= self.n_workers)):
+            raise ValueError(f"owners must be workers 0..{self.n_workers - 1}")
+        held = self.owners_of_keys(keys) != UNASSIGNED
+        if held.any():
+            self.owners[np.searchsorted(self.keys, keys[held])] = owners[held]
+        self.extend(keys[~held], owners[~held])
 
     def extend(self, keys: np.ndarray, owners: np.ndarray) -> None:
         """Add keys not assigned yet with their owners."""

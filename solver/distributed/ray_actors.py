@@ -115,14 +115,23 @@ class ColumnActor:
             self.worker.receive_crossing(age, source, ids)
             self.arrived.notify_all()
 
-    def exchange_and_spawn(self, age: int, new_keys: np.ndarray, new_owners: np.ndarray, sources: list) -> tuple:
-        """Send the crossing afterstates of ``age`` to their owners' actors, wait for those of ``sources``, spawn
-        -> ``(crossing afterstates sent, spawn result)``."""
+    def receive_handoff(self, age: int, source: int, ids: np.ndarray) -> None:
+        with self.arrived:
+            self.worker.receive_handoff(age, source, ids)
+
+    def exchange_and_spawn(self, age: int, keys: np.ndarray, owners: np.ndarray, sources: list) -> tuple:
+        """Take the keys assigned or moved in ``age``, send the crossing afterstates of ``age`` to their owners'
+        actors, wait for those of ``sources``, spawn, and hand the moved keys' states of age + 2 to their new
+        owners' actors (delivered before this returns, so before any actor expands age + 2) -> ``(crossing
+        afterstates sent, spawn result)``."""
+        ray = import_ray()
         worker, epoch = self.worker, self.epoch
-        out = worker.send_crossing(age, new_keys, new_owners)
-        import_ray().get([self.peers[w].receive_crossing.remote(age, self.index, ids) for w, ids in out.items()])
+        out = worker.send_crossing(age, keys, owners)
+        ray.get([self.peers[w].receive_crossing.remote(age, self.index, ids) for w, ids in out.items()])
         self._wait_for("crossing afterstates", age, epoch, lambda: worker.received.get(age, {}), sources)
-        return sum(int(ids.size) for ids in out.values()), worker.spawn(age)
+        spawned = worker.spawn(age)
+        ray.get([self.peers[w].receive_handoff.remote(age, self.index, ids) for w, ids in worker.hand_off(age).items()])
+        return sum(int(ids.size) for ids in out.values()), spawned
 
     def receive_values(self, age: int, owner: int, values: np.ndarray) -> None:
         with self.arrived:
@@ -134,14 +143,21 @@ class ColumnActor:
 
     def settle(self, age: int) -> dict:
         """Value the afterstates of ``age``, send the crossing ones' values to the actors that sent them, wait for
-        the values of those this actor sent, value the states."""
+        the values of those this actor sent, value the states, and send the values of the states handed to this
+        actor back to the actors that handed them (delivered before this returns, so before age - 2 starts)."""
         worker, epoch = self.worker, self.epoch
         out = worker.value_afterstates(age)
         import_ray().get([self.peers[w].receive_values.remote(age, self.index, v) for w, v in out.items()])
         self._maybe_die("settle", age)
         expected = worker.expected_values(age)
         self._wait_for("crossing values", age, epoch, lambda: worker.values_in.get(age, {}), expected)
-        return worker.value_states(age)
+        valued = worker.value_states(age)
+        ray = import_ray()
+        ray.get([self.peers[w].receive_handback.remote(age, self.index, v) for w, v in worker.hand_back(age).items()])
+        return valued
+
+    def receive_handback(self, age: int, owner: int, values: np.ndarray) -> None:
+        self.worker.receive_handback(age, owner, values)
 
     def write(self, count, out: str) -> dict:
         return self.worker.write(count, out)
