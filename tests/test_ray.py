@@ -16,7 +16,7 @@ from sockets import SocketWatch, unrelated_traffic
 
 require_ray()
 
-from solver.distributed.driver import crossing_afterstates  # noqa: E402
+from solver.distributed.driver import exchanged_boards  # noqa: E402
 from solver.distributed.ray_actors import KILL_ENV, build_on_actors  # noqa: E402
 from solver.distributed.session import Machine, ray_session  # noqa: E402
 
@@ -48,7 +48,7 @@ def test_ray_tables_are_identical_to_the_local_build(ray_local, tmp_path, name, 
     work = out.parent / f"{name}.work"
     pids = {json.loads(f.read_text())["pid"] for f in (work / "actors").glob("w*.json")}
     assert len(pids) == n_workers and os.getpid() not in pids
-    assert crossing_afterstates(work) > 100
+    assert exchanged_boards(work)["crossing"] > 100
 
 
 def test_workers_the_cluster_cannot_place_are_a_clear_error(ray_local, tmp_path, monkeypatch):

@@ -1,7 +1,7 @@
 """The Ray backend per core against the local build: wall time, peak memory, exchange volume and identical tables.
 
     python -m experiments.bench.ray_backend [--repeats 3] [--board 4x3] [--objective tile:7] [--machines 2]
-        [--material-tile 8] [--json FILE]
+        [--material-tile 8] [--rebalance TOL|off] [--json FILE]
 
 The local build is ``python -m solver build ... --layout directory --threads M`` (M = ``--machines``).  The Ray
 build runs on a ``ray.cluster_utils.Cluster`` of M one-CPU nodes on 127.0.0.1 started by this script (one worker
@@ -9,8 +9,9 @@ per node: ``--backend ray --address ... --machines M``), so both use M cores.  E
 numba caches warm (one untimed run of each first, unless ``--no-warmup``); local and Ray builds alternate;
 medians of ``--repeats``.  The cluster is started before and stopped after each Ray build, outside its timing.
 Peak memory is the largest sum of the resident sizes over this script's process tree (for Ray: the cluster's
-daemons and actors too).  The exchange is read from the Ray build's journal: every crossing afterstate travels
-once as an ID (8 B, forward) and once as a value (8 B, backward).  The tables' dataset checksums are compared.
+daemons and actors too).  The exchange is read from the Ray build's journal: every crossing afterstate, and every
+state handed to a moved key's new owner, travels once as an ID (8 B, forward) and once as a value (8 B,
+backward).  The tables' dataset checksums are compared.
 """
 
 from __future__ import annotations
@@ -90,16 +91,17 @@ def main(argv=None) -> dict:
     parser.add_argument("--objective", default="tile:7")
     parser.add_argument("--machines", type=int, default=2, help="Ray nodes of one CPU, and the local build's threads")
     parser.add_argument("--material-tile", type=int, default=8)
+    parser.add_argument("--rebalance", default=None, help="the Ray build's --rebalance (default: the solver's)")
     parser.add_argument("--no-warmup", action="store_true", help="time the first run of each too (warm caches)")
     parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
-    from solver.distributed.driver import crossing_afterstates
+    from solver.distributed.driver import exchanged_boards
     from solver.distributed.session import local_cluster, private_ray_environment
 
     private_ray_environment()  # before Ray is imported: the cluster stays on the loopback
     spec_args = ["--board", args.board, "--objective", args.objective, "--quiet", "--layout", "directory"]
     runs: dict[str, list[tuple]] = {"local": [], "ray": []}
-    crossing = None
+    exchanged = {}
     with tempfile.TemporaryDirectory() as tmp:
         out = {"local": Path(tmp) / "local", "ray": Path(tmp) / "ray"}
         first = 1 if args.no_warmup else 0
@@ -111,14 +113,15 @@ def main(argv=None) -> dict:
                 cluster = local_cluster(args.machines) if kind == "ray" else None
                 try:
                     extra = (["--backend", "ray", "--address", cluster.address, "--machines", str(args.machines),
-                              "--material-tile", str(args.material_tile), "--keep-work"]
+                              "--material-tile", str(args.material_tile), "--keep-work",
+                              *(["--rebalance", args.rebalance] if args.rebalance else [])]
                              if kind == "ray" else ["--threads", str(args.machines)])  # fmt: skip
                     wall, peak, stdout = run_tree_measured(["build", *spec_args, "--out", str(out[kind]), *extra])
                 finally:
                     if cluster is not None:
                         cluster.shutdown()
                 if kind == "ray":
-                    crossing = crossing_afterstates(Path(tmp) / "ray.work")
+                    exchanged = exchanged_boards(Path(tmp) / "ray.work")
                 if repeat:  # the first run of each warms the numba caches
                     runs[kind].append((wall, build_seconds(stdout), peak, *phases(stdout)))
                     print(f"{kind:>5}: {wall:6.1f} s wall ({build_seconds(stdout):.1f} s building), peak {peak:.2f} GB",
@@ -130,8 +133,8 @@ def main(argv=None) -> dict:
     report = {
         "board": args.board, "objective": args.objective, "machines": args.machines,
         "material_tile": args.material_tile, "repeats": args.repeats, "cores": os.cpu_count(),
-        "identical_checksums": identical, "states_plus_afterstates": work, "crossing_afterstates": crossing,
-        "exchange_bytes_per_item": 16 * crossing / work,
+        "rebalance": args.rebalance, "identical_checksums": identical, "states_plus_afterstates": work,
+        **exchanged, "exchange_bytes_per_item": 16 * (exchanged["crossing"] + exchanged["handed_off"]) / work,
         **{kind: {"wall_s": m[0], "build_s": m[1], "peak_gb": m[2], "forward_s": m[3], "backward_s": m[4],
                   "write_s": m[5]} for kind, m in med.items()},
         "ratio_per_core_build": med["local"][1] / med["ray"][1],

@@ -289,8 +289,11 @@ def build_by_material(
     return run_directory_build(run, spec, out, work, keep_work, n_workers)
 
 
-def crossing_afterstates(work_dir) -> int:
-    """The crossing afterstates a build's work directory journalled over its forward ages (each travels once as
-    an ID and once as a value)."""
+def exchanged_boards(work_dir) -> dict[str, int]:
+    """What a build's work directory journalled over its forward ages: ``{"crossing": afterstates sent to other
+    workers, "handed_off": states handed to new owners, "moved_keys": keys moved}`` (each crossing afterstate and
+    each state handed off travels once as an ID and once as a value)."""
     lines = (Path(work_dir) / JOURNAL).read_text().splitlines()
-    return sum(json.loads(line).get("extra", {}).get("crossing", 0) for line in lines if line)
+    extras = [json.loads(line).get("extra", {}) for line in lines if line]
+    total = {name: sum(e.get(name, 0) for e in extras) for name in ("crossing", "handed_off")}
+    return {**total, "moved_keys": sum(len(e.get("moved_keys", [])) for e in extras)}
