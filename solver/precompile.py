@@ -56,11 +56,14 @@ def is_cached(dispatcher) -> bool:
 
 
 def start(spec, oracle: bool = False) -> subprocess.Popen | None:
-    """Launch the worker for ``spec``'s build unless the backward pass's kernels are cached and ``oracle`` is
-    false (the oracle passes whether its own kernels are missing), it is switched off, there is one core, or a
-    worker was launched already by this process.  Returns the worker's process, or None."""
+    """Launch the worker for ``spec``'s build unless the backward pass's kernels are cached and ``oracle`` is false
+    (the oracle passes whether its own kernels are missing), it is switched off, there is one core or numba is held
+    to one thread (``NUMBA_NUM_THREADS=1``), or a worker was launched already by this process. Returns the worker's
+    process, or None."""
     global _worker
-    cores = numba.config.NUMBA_DEFAULT_NUM_THREADS  # numba's count of the cores this process may run on
+    # numba's count of the cores this process may run on, and of the threads it was told to use (parallel
+    # trainers run one thread each, and a worker would take a core another of them uses)
+    cores = min(numba.config.NUMBA_DEFAULT_NUM_THREADS, numba.config.NUMBA_NUM_THREADS)
     if _worker is not None or os.environ.get(ENV_SWITCH, "1") == "0" or cores < 2:
         return None
     from .bellman import state_values_grouped

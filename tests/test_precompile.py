@@ -130,3 +130,17 @@ def test_unknown_parts_are_refused(capsys):
 def test_start_launches_nothing_when_switched_off(monkeypatch):
     monkeypatch.setenv(precompile.ENV_SWITCH, "0")
     assert precompile.start(SolveSpec.parse("3x3"), oracle=True) is None
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_start_launches_nothing_when_numba_is_held_to_one_thread(monkeypatch, threads):
+    """Parallel trainers run with NUMBA_NUM_THREADS=1: a worker would take a core another of them uses."""
+    launched = []
+    monkeypatch.setenv(precompile.ENV_SWITCH, "1")
+    monkeypatch.setattr(precompile, "_worker", None)
+    monkeypatch.setattr(precompile.numba.config, "NUMBA_DEFAULT_NUM_THREADS", 2)
+    monkeypatch.setattr(precompile.numba.config, "NUMBA_NUM_THREADS", threads)
+    monkeypatch.setattr(precompile, "launch", lambda spec, parts: launched.append(parts) or "worker")
+    monkeypatch.setattr(precompile.atexit, "register", lambda fn: None)
+    started = precompile.start(SolveSpec.parse("3x3"), oracle=True)  # the oracle always asks when it lacks kernels
+    assert (started, launched) == ((None, []) if threads == 1 else ("worker", [precompile.PARTS]))

@@ -7,6 +7,10 @@ by one worker, so:
 * every spawn stays with its owner: an afterstate's children at ages a + 2 and a + 4 are the owner's states;
 * only the moves that make a tile >= T reach another worker's afterstates (*crossing* moves).
 
+To even out each age's work, the driver may move a key to another worker at any age (``--rebalance``): its
+afterstates of that age then cross to the new owner, and its states of the next age, which the old owner spawned
+before the move, are handed over (their values come back in the backward pass).
+
 Forward, age a: each worker expands its states with the local kernels, keeps the afterstates it owns and sends the
 crossing ones (their IDs) to their owners; then each spawns its afterstates.  Backward, age a: each worker values
 its afterstates from its own states of ages a + 2 and a + 4, sends the values of the crossing afterstates it
