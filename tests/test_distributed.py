@@ -186,3 +186,14 @@ def test_lookup_sorted_matches_a_dictionary(held, asked):
 def test_merge_parts_sorts_the_pieces_with_their_values():
     ids, values = merge_parts([np.array([5, 9], np.uint64), np.array([1, 7], np.uint64)], [[0.5, 0.9], [0.1, 0.7]])
     assert ids.tolist() == [1, 5, 7, 9] and values.tolist() == [0.1, 0.5, 0.7, 0.9]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 5), max_size=60), st.sets(st.integers(0, 10**6), max_size=60))
+def test_merge_parts_matches_sorting_every_board(piece_of, boards):
+    """Disjoint sorted pieces (any sizes, empty ones too) merge into the sorted layer, each value with its board."""
+    boards = sorted(boards)
+    pieces = [[b for b, p in zip(boards, piece_of, strict=False) if p == k] for k in range(6)]
+    ids, values = merge_parts([np.array(p, np.uint64) for p in pieces], [[b / 3 for b in p] for p in pieces])
+    kept = sorted(b for b, _ in zip(boards, piece_of, strict=False))
+    assert ids.tolist() == kept and values.tolist() == [b / 3 for b in kept]

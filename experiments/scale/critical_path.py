@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.__main__ import material_low
+from solver.__main__ import material_low, rebalance_tolerance
+from solver.distributed.driver import DEFAULT_TOLERANCE
 from solver.distributed.material import UNASSIGNED, Assignment
 
 from .material import load_ages
@@ -145,11 +146,13 @@ def modelled_load(age: int, states: int, afterstates: int, model: dict, machines
                    busiest_nic_bytes=round(work * model["busiest_nic_bytes_per_item"]))  # fmt: skip
 
 
-def calibrate(ages: dict[int, dict], tile: int, local_seconds: float, ray_seconds: float, workers: int = 2) -> dict:
+def calibrate(ages: dict[int, dict], tile: int, local_seconds: float, ray_seconds: float, workers: int = 2,
+              tolerance: float | None = DEFAULT_TOLERANCE) -> dict:  # fmt: skip
     """The model's ``overhead`` from one build measured on this machine: the local build on ``workers`` threads
-    (its rate per core-second is the model's rate) against the Ray build on ``workers`` one-CPU nodes, network
-    free (loopback).  Returns the rate, the modelled and the measured Ray seconds, and their ratio."""
-    loads = replay(ages, tile, workers)
+    (its rate per core-second is the model's rate) against the Ray build on ``workers`` one-CPU nodes (keys moved
+    with ``tolerance``, as that build moved them), network free (loopback).  Returns the rate, the modelled and
+    the measured Ray seconds, and their ratio."""
+    loads = replay(ages, tile, workers, tolerance)
     rate = sum(x.work for x in loads) / (local_seconds * workers)
     modelled = seconds(loads, cores=1, rate=rate, nic_gbps=None)["total_s"]
     return {"rate_per_core_second": rate, "modelled_ray_s": modelled, "measured_ray_s": ray_seconds,
@@ -166,9 +169,20 @@ def _tile(text: str) -> int:
     return tile
 
 
+def _tolerance(text: str) -> float | None:
+    try:
+        return rebalance_tolerance(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def add_model_args(parser: argparse.ArgumentParser, rate_required: bool = True) -> None:
-    """The model's options shared by the projections: --tile, --rate, --overhead, --cores, --machines, --nic-gbps."""
+    """The model's options shared by the projections: --tile, --rebalance, --rate, --overhead, --cores,
+    --machines, --nic-gbps."""
     parser.add_argument("--tile", type=_tile, default=8, help="the material threshold T (default 8)")
+    parser.add_argument("--rebalance", type=_tolerance, default=DEFAULT_TOLERANCE, metavar="TOL|off",
+                        help="move keys at every age while the busiest machine exceeds an even share by more than "
+                        f"TOL, as the driver does (default {DEFAULT_TOLERANCE}, the driver's); off: never")  # fmt: skip
     parser.add_argument("--rate", type=float, required=rate_required, default=None,
                         help="states + afterstates per core-second of the whole build")  # fmt: skip
     parser.add_argument("--overhead", type=float, default=1.0, help="from critical_path --calibrate (default 1)")
@@ -181,9 +195,6 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("histogram", help="JSON Lines of python -m experiments.scale.material --json")
     add_model_args(parser, rate_required=False)
-    parser.add_argument("--rebalance", type=float, default=None, metavar="TOLERANCE",
-                        help="also move keys at every age while the busiest machine exceeds an even share by more "
-                        "than TOLERANCE, as the driver does (its default: 0.05)")  # fmt: skip
     parser.add_argument("--calibrate", type=float, nargs=2, metavar=("LOCAL_S", "RAY_S"), default=None,
                         help="seconds of this build: local on 2 threads, Ray on 2 one-CPU nodes")  # fmt: skip
     args = parser.parse_args(argv)
@@ -193,7 +204,7 @@ def main(argv=None) -> dict:
     out: dict = {"tile": args.tile, "cores": args.cores, "machines": {}}
     rate, overhead = args.rate, args.overhead
     if args.calibrate:
-        cal = calibrate(ages, args.tile, *args.calibrate)
+        cal = calibrate(ages, args.tile, *args.calibrate, tolerance=args.rebalance)
         out["calibration"] = cal
         rate = rate or cal["rate_per_core_second"]
         overhead = cal["overhead"]

@@ -7,7 +7,7 @@ forward, increasing ages::
     expand(age)            -> {"states", "terminal", "key_work": {key: afterstates made}}
     send_crossing(age, keys assigned or moved, their owners) -> {owner: crossing afterstates (sorted)}
     receive_crossing(age, source, ids)          (from every other worker's send_crossing)
-    spawn(age)             -> {"afterstates", "next_age", "handed_off"}; the age's layers are saved
+    spawn(age)             -> {"afterstates", "next_age", "handed_off", "busy_s"}; the age's layers are saved
     hand_off(age)          -> {owner: its states of age + 2 that this worker holds} (keys moved in this age)
     receive_handoff(age, source, ids)           (from every other worker's hand_off)
 
@@ -15,7 +15,7 @@ backward, decreasing ages::
 
     value_afterstates(age) -> {source: values (float64) of the crossing afterstates it sent, in its order}
     receive_values(age, owner, values)          (from every other worker's value_afterstates)
-    value_states(age)      -> {"states", "afterstates"}; the values are saved
+    value_states(age)      -> {"states", "afterstates", "busy_s"}; the values are saved
     hand_back(age)         -> {source: values of the states of age that source handed to this worker}
     receive_handback(age, owner, values)        (from every other worker's hand_back)
     write(age, out)        -> the age's table file from every worker's part (one worker per age)
@@ -45,6 +45,8 @@ replaced, or a build that is resumed, reads them back::
 
 from __future__ import annotations
 
+import functools
+import time
 from pathlib import Path
 
 import numpy as np
@@ -81,6 +83,20 @@ def _split_by_worker(joined: np.ndarray, counts: np.ndarray) -> dict[int, np.nda
     return {w: joined[ends[w] - counts[w] : ends[w]] for w in range(counts.size) if counts[w]}
 
 
+def busy(step):
+    """Add the wall time of ``step(self, age, ...)`` to ``self.busy[age]``: what the worker spent on the age."""
+
+    @functools.wraps(step)
+    def timed(self, age, *args):
+        start = time.perf_counter()
+        try:
+            return step(self, age, *args)
+        finally:
+            self.busy[age] = self.busy.get(age, 0.0) + time.perf_counter() - start
+
+    return timed
+
+
 class ColumnWorker:
     """The boards of the material keys that ``index`` owns in ``assignment`` (a copy: the driver sends each new
     key's owner with :meth:`send_crossing`), kept in the work directory ``work``."""
@@ -90,6 +106,7 @@ class ColumnWorker:
         self.n_workers, self.work = assignment.n_workers, str(work)
         self.pending = Pending()
         self._handoff_out: dict[int, np.ndarray] = {}
+        self._lost_keys = False
         self._states: dict[int, np.ndarray] = {}
         self._expanded: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # age -> (afterstates, their material keys)
         self._own: dict[int, np.ndarray] = {}
@@ -101,7 +118,9 @@ class ColumnWorker:
         self.handoff_in: dict[int, dict[int, np.ndarray]] = {}  # age -> {source: states handed to this worker}
         self._handback_out: dict[int, dict[int, np.ndarray]] = {}
         self._window: dict[int, ValueIndex] = {}
+        self._held: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # age -> its states and values, before the index
         self.ages: set[int] = set()
+        self.busy: dict[int, float] = {}  # age -> seconds of its steps so far (spawn and value_states report them)
 
     def _save(self, stage: str, age: int, name: str, array: np.ndarray) -> None:
         save_array(part_file(self.work, stage, age, self.index, name), array)
@@ -149,6 +168,7 @@ class ColumnWorker:
         return min(self.pending.runs) if self.pending else None
 
     # -- forward ------------------------------------------------------------------------------------------------
+    @busy
     def expand(self, age: int) -> dict:
         """Expand this worker's states of ``age`` (none if it has no pending runs of that age)."""
         handed = self.handoff_in.pop(age, {})
@@ -163,9 +183,12 @@ class ColumnWorker:
         return {"states": int(states.size), "terminal": int(terminal),
                 "key_work": dict(zip((int(k) for k in unique), (int(c) for c in counts), strict=True))}  # fmt: skip
 
+    @busy
     def send_crossing(self, age: int, keys: np.ndarray, owners: np.ndarray) -> dict[int, np.ndarray]:
         """Record the keys assigned or moved in this age (``keys``, their ``owners``); keep the expanded
         afterstates this worker owns and return the others by owner (each sorted)."""
+        lost = (self.assignment.owners_of_keys(keys) == self.index) & (np.asarray(owners) != self.index)
+        self._lost_keys = bool(lost.any())  # some of this worker's keys moved away: spawn hands their states off
         self.assignment.apply(keys, owners)
         afterstates, keys = self._expanded.pop(age)
         owners = self.assignment.owners_of_keys(keys)
@@ -182,6 +205,7 @@ class ColumnWorker:
     def spawn(self, age: int) -> dict:
         """This worker's afterstates of ``age`` (its own and those received) saved with its states and crossing
         afterstates, and their children pending."""
+        start = time.perf_counter()
         received = self.received.pop(age, {})
         afterstates = merge_unique([self._own.pop(age), *received.values()])
         self._save_boards(age, "states", self._states.pop(age))
@@ -192,11 +216,16 @@ class ColumnWorker:
             self._save("forward", age, f"{name}_counts", counts)
         self.pending.add_children(age, afterstates, self.spec)
         next_age = self.next_age()  # before the hand-off: some worker holds those states either way
-        self._handoff_out = self._take_moved(age + 2)
+        self._handoff_out = self._take_moved(age + 2) if self._lost_keys else {}
         joined, counts = _by_worker(self._handoff_out, self.n_workers)
         self._save("forward", age + 2, "handoff_sent", joined)
         self._save("forward", age + 2, "handoff_sent_counts", counts)
-        return {"afterstates": int(afterstates.size), "next_age": next_age, "handed_off": int(joined.size)}
+        return {
+            "afterstates": int(afterstates.size),
+            "next_age": next_age,
+            "handed_off": int(joined.size),
+            "busy_s": self.busy.pop(age, 0.0) + time.perf_counter() - start,
+        }
 
     def _take_moved(self, age: int) -> dict[int, np.ndarray]:
         """Take this worker's pending states of ``age`` whose keys other workers own now: ``{owner: sorted ids}``."""
@@ -240,29 +269,37 @@ class ColumnWorker:
         if age not in self.ages:
             return empty_value_index()
         if age not in self._window:
-            ids, values = [self._load_boards(age, "states")], [self._load("backward", age, "state_values")]
+            held = self._held.pop(age, None)  # valued here, waiting for the values handed back
+            if held is None:
+                held = self._load_boards(age, "states"), self._load("backward", age, "state_values")
+            ids, values = [held[0]], [held[1]]
             for owner, handed in self._handed_off(age).items():
                 ids.append(handed)
                 values.append(self._load("backward", age, f"handback{owner:04d}"))
                 if values[-1].shape != handed.shape:
                     raise CrossingMismatch(f"age {age}: {values[-1].size} values from worker {owner} for the "
                                            f"{handed.size} states handed to it")  # fmt: skip
-            self._window[age] = build_value_index(*merge_parts(ids, values)) if len(ids) > 1 else \
-                build_value_index(ids[0], values[0])  # fmt: skip
+            self._window[age] = build_value_index(*merge_parts(ids, values))
         return self._window[age]
 
+    @busy
     def value_afterstates(self, age: int) -> dict[int, np.ndarray]:
         """Values of this worker's afterstates of ``age`` from its states of ages + 2 and + 4; returns, for each
         worker that sent crossing afterstates here, their values in the order it sent them."""
         afterstates = self._load_boards(age, "afterstates")
         values = afterstate_values(self.spec, afterstates, self._index(age + 2), self._index(age + 4))
         self._afterstates[age], self._afterstate_values[age] = afterstates, values
+        return self._answer(age, "received", afterstates, values, "sent afterstate")
+
+    def _answer(self, age: int, name: str, ids: np.ndarray, values: np.ndarray, what: str) -> dict[int, np.ndarray]:
+        """For each peer of the saved exchange ``name`` of ``age``, the values (``float64``) of the boards it gave
+        this worker, in its order, from this worker's sorted ``ids`` and their ``values``."""
         out = {}
-        for source, ids in self._crossing(age, "received").items():
-            found, missing = lookup_sorted(afterstates, values, ids)
+        for source, asked in self._crossing(age, name).items():
+            found, missing = lookup_sorted(ids, values, asked)
             if missing >= 0:
-                raise CrossingMismatch(f"age {age}: worker {source} sent afterstate {int(ids[missing]):#x}, which "
-                                       f"worker {self.index} does not hold")  # fmt: skip
+                raise CrossingMismatch(f"age {age}: worker {source} {what} {int(asked[missing]):#x}, which worker "
+                                       f"{self.index} does not hold")  # fmt: skip
             out[source] = found
         return out
 
@@ -276,6 +313,7 @@ class ColumnWorker:
     def value_states(self, age: int) -> dict:
         """Values of this worker's states of ``age`` from its afterstates' values and the crossing values
         received, saved with the afterstates' values."""
+        start = time.perf_counter()
         sent, values_in = self._crossing(age, "sent"), self.values_in.pop(age, {})
         if set(sent) != set(values_in):
             raise CrossingMismatch(f"age {age}: values for the crossing afterstates sent to {sorted(set(sent))} "
@@ -292,17 +330,18 @@ class ColumnWorker:
         self._save("backward", age, "state_values", state_values)
         for old in [a for a in self._window if a > age + 2]:  # ages a - 2 and a - 4 read only a and a + 2
             del self._window[old]
-        out = {}
-        for source, ids in self._crossing(age, "handoff_received").items():
-            found, missing = lookup_sorted(states, state_values, ids)
-            if missing >= 0:
-                raise CrossingMismatch(f"age {age}: worker {source} handed off state {int(ids[missing]):#x}, "
-                                       f"which worker {self.index} does not hold")  # fmt: skip
-            out[source] = found
-        self._handback_out[age] = out
-        if not self._handed_off(age):  # else its index waits for the values handed back
+        for old in [a for a in self._held if a > age + 2]:
+            del self._held[old]
+        self._handback_out[age] = self._answer(age, "handoff_received", states, state_values, "handed off state")
+        if self._handed_off(age):  # its index waits for the values handed back
+            self._held[age] = states, state_values
+        else:
             self._window[age] = build_value_index(states, state_values)
-        return {"states": int(states.size), "afterstates": int(afterstates.size)}
+        return {
+            "states": int(states.size),
+            "afterstates": int(afterstates.size),
+            "busy_s": self.busy.pop(age, 0.0) + time.perf_counter() - start,
+        }
 
     def hand_back(self, age: int) -> dict[int, np.ndarray]:
         """For each worker that handed this one states of ``age``, their values, in the order it sent them."""

@@ -166,7 +166,9 @@ class MaterialBuild:
                     "moved_to": [int(o) for o in moved_to],
                 }
                 handed = sum(s["handed_off"] for s in spawned)
-                self.work.record_forward(count, extra={**assigned, "crossing": sent, "handed_off": handed})
+                busy = [round(s["busy_s"], 3) for s in spawned]  # each worker's seconds on the age
+                extra = {**assigned, "crossing": sent, "handed_off": handed, "busy_s": busy}
+                self.work.record_forward(count, extra=extra)
                 self.counts[age] = count
                 bar.update()
         finally:
@@ -197,8 +199,9 @@ class MaterialBuild:
                    disable=not self.progress)  # fmt: skip
         try:
             for age in todo:
-                self.workers.settle(age)
+                busy = [round(v["busy_s"], 3) for v in self.workers.settle(age)]
                 code = self.workers.write((age // 2) % self.n_workers, self.counts[age], str(table.out.resolve()))
+                code["busy_s"] = busy
                 if age in self.start_ages:
                     self.take_start_values(table, age)
                 table.record_written(age, code["id_bytes"], code["value_bytes"])

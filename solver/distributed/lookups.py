@@ -43,8 +43,19 @@ def lookup_sorted(ids, values, requests):
 
 
 def merge_parts(id_pieces, value_pieces) -> tuple[np.ndarray, np.ndarray]:
-    """A layer's boards (sorted ``uint64[n]``) and their values (``float64[n]``) from pieces of it, each sorted."""
-    ids = np.concatenate(list(id_pieces))
-    values = np.concatenate(list(value_pieces))
-    order = np.argsort(ids, kind="stable")
-    return ids[order], values[order]
+    """A layer's boards (sorted ``uint64[n]``) and their values (``float64[n]``) from disjoint pieces of it, each
+    sorted.  The smaller pieces are sorted together and inserted into the largest: O(n + m log m) for m boards
+    outside the largest piece, where sorting them all would cost O(n log n)."""
+    ids = [np.asarray(i, np.uint64) for i in id_pieces]
+    values = [np.asarray(v, np.float64) for v in value_pieces]
+    if not ids:
+        return np.empty(0, np.uint64), np.empty(0, np.float64)
+    big = max(range(len(ids)), key=lambda i: ids[i].size)
+    rest = [i for i in range(len(ids)) if i != big and ids[i].size]
+    if not rest:
+        return ids[big], values[big]
+    rest_ids = np.concatenate([ids[i] for i in rest])
+    rest_values = np.concatenate([values[i] for i in rest])
+    order = np.argsort(rest_ids, kind="stable")
+    at = np.searchsorted(ids[big], rest_ids[order])
+    return np.insert(ids[big], at, rest_ids[order]), np.insert(values[big], at, rest_values[order])
