@@ -197,3 +197,23 @@ def test_merge_parts_matches_sorting_every_board(piece_of, boards):
     ids, values = merge_parts([np.array(p, np.uint64) for p in pieces], [[b / 3 for b in p] for p in pieces])
     kept = sorted(b for b, _ in zip(boards, piece_of, strict=False))
     assert ids.tolist() == kept and values.tolist() == [b / 3 for b in kept]
+
+
+def test_material_balance_reads_each_workers_seconds_from_the_journal(tmp_path, capsys):
+    """experiments.bench.material_balance: every age's seconds per worker, the busiest at least an even share, and
+    the same figures from a kept work directory as from its own build."""
+    from experiments.bench.material_balance import balance, main
+
+    spec = SolveSpec.parse("2x3", "score")
+    build_by_material(spec, tmp_path / "t", 3, 3, progress=False, keep_work=True)
+    got = balance(tmp_path / "t.work")
+    work = WorkDir(tmp_path / "t.work", spec, SOLVER_VERSION, layout={"backend": "material", "workers": 3, "low": 3})
+    assert got["forward"]["ages"] == got["backward"]["ages"] == len(work.forward_counts)
+    for p in ("forward", "backward"):
+        assert got[p]["busiest_s"] >= got[p]["even_s"] > 0 and got[p]["all_s"] == pytest.approx(3 * got[p]["even_s"])
+    assert got["critical_path_s"] <= got["all_work_s"]
+    assert got["crossing"] == journal_total(work, "crossing") and got["moved_keys"] == journal_total(work, "moved_keys")
+    assert main(["--journal", str(tmp_path / "t.work")]) == got
+    assert "critical path" in capsys.readouterr().out
+    report = main(["--board", "2x3", "--objective", "score", "--workers", "2", "--rebalance", "off"])
+    assert report["moved_keys"] == report["handed_off"] == 0 and report["forward"]["imbalance"] >= 1

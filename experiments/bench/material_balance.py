@@ -1,0 +1,82 @@
+"""How evenly a build partitioned by material spreads each age's work, in seconds, read from its journal.
+
+    python -m experiments.bench.material_balance --board 4x3 --objective tile:6 [--workers 2] [--material-tile 8]
+        [--rebalance TOL|off] [--json FILE]
+    python -m experiments.bench.material_balance --journal WORK_DIR     # a build already run (kept with --keep-work)
+
+The first form builds the table with the workers in this process (``solver.distributed.driver.LocalWorkers``,
+each step of each worker in turn), keeps the work directory, and reads it; run it with ``NUMBA_NUM_THREADS=1`` to
+mimic one-CPU machines.  Every age journals each worker's seconds on it (``busy_s``, forward and backward).  On
+machines of their own the workers would wait for the busiest at every age, so the build's critical path is the
+busiest worker's seconds summed over ages; an even share is all the workers' seconds over their number.  Also
+reported: crossing afterstates, states handed to moved keys' new owners and keys moved (``exchanged_boards``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from solver.__main__ import material_low, rebalance_tolerance
+from solver.distributed.driver import DEFAULT_TOLERANCE, build_by_material, exchanged_boards
+from solver.spec import SolveSpec
+from solver.workdir import JOURNAL
+
+
+def balance(work_dir) -> dict:
+    """Per pass, the busiest worker's seconds summed over ages, the even share, and their ratio (the imbalance),
+    with the critical path (both passes' busiest) and all the workers' seconds, from a work directory's journal."""
+    lines = [json.loads(line) for line in (Path(work_dir) / JOURNAL).read_text().splitlines() if line]
+    passes = {"forward": [x["extra"]["busy_s"] for x in lines if "busy_s" in x.get("extra", {})],
+              "backward": [x["code"]["busy_s"] for x in lines if "busy_s" in x.get("code", {})]}  # fmt: skip
+    out: dict = {}
+    for name, rows in passes.items():
+        if not rows:
+            raise ValueError(f"{work_dir}: the journal has no {name} ages with each worker's seconds (busy_s)")
+        busiest, total = sum(max(r) for r in rows), sum(sum(r) for r in rows)
+        even = total / len(rows[0])
+        out[name] = {"ages": len(rows), "busiest_s": busiest, "even_s": even, "all_s": total,
+                     "imbalance": busiest / even if even else 1.0}  # fmt: skip
+    out["critical_path_s"] = out["forward"]["busiest_s"] + out["backward"]["busiest_s"]
+    out["all_work_s"] = out["forward"]["all_s"] + out["backward"]["all_s"]
+    return {**out, **exchanged_boards(work_dir)}
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--journal", default=None, metavar="WORK_DIR", help="read this work directory; build nothing")
+    parser.add_argument("--board", default="4x3")
+    parser.add_argument("--objective", default="tile:6")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--material-tile", type=int, default=8)
+    parser.add_argument("--rebalance", default=str(DEFAULT_TOLERANCE), metavar="TOL|off")
+    parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
+    args = parser.parse_args(argv)
+    report: dict = {}
+    if args.journal:
+        report = balance(args.journal)
+    else:
+        spec = SolveSpec.parse(args.board, args.objective)
+        tolerance, low = rebalance_tolerance(args.rebalance), material_low(args.material_tile)
+        with tempfile.TemporaryDirectory() as tmp:
+            start = time.perf_counter()
+            build_by_material(spec, Path(tmp) / "t", args.workers, low, keep_work=True, tolerance=tolerance)
+            wall = time.perf_counter() - start
+            report = {"board": args.board, "objective": args.objective, "workers": args.workers,
+                      "material_tile": args.material_tile, "rebalance": tolerance, "wall_s": wall,
+                      **balance(Path(tmp) / "t.work")}  # fmt: skip
+    f, b = report["forward"], report["backward"]
+    print(f"forward: busiest {f['busiest_s']:.1f} s, even share {f['even_s']:.1f} s ({f['imbalance']:.3f}x); "
+          f"backward: busiest {b['busiest_s']:.1f} s, even share {b['even_s']:.1f} s ({b['imbalance']:.3f}x); "
+          f"critical path {report['critical_path_s']:.1f} s of {report['all_work_s']:.1f} s of work; crossing "
+          f"{report['crossing']:,}, handed off {report['handed_off']:,}, moved {report['moved_keys']:,}")  # fmt: skip
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
+    return report
+
+
+if __name__ == "__main__":
+    main()
