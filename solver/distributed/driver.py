@@ -98,8 +98,13 @@ class LocalWorkers:
                 self.workers[source].receive_handback(age, w.index, values)
         return valued
 
-    def write(self, writer: int, count: AgeCount, out: str) -> dict:
+    def start_write(self, writer: int, count: AgeCount, out: str):
+        """Worker ``writer`` writes the table file of ``count.age``; here at once: the handle is the result."""
         return self.workers[writer].write(count, out)
+
+    def finish_write(self, handle) -> dict:
+        """What :meth:`start_write` wrote: ``{"id_bytes", "value_bytes"}``."""
+        return handle
 
     def start_values(self, age: int) -> list[tuple[np.ndarray, np.ndarray]]:
         return [w.start_values(age) for w in self.workers]
@@ -197,21 +202,35 @@ class MaterialBuild:
         desc = f"backward {self.spec.board} ({self.n_workers} workers)"
         bar = tqdm(total=len(self.counts), initial=len(self.counts) - len(todo), unit=" ages", desc=desc,
                    disable=not self.progress)  # fmt: skip
+        writing = None  # (age, handle, busy): the age whose table file is being written while the next settles
         try:
             for age in todo:
                 busy = [round(v["busy_s"], 3) for v in self.workers.settle(age)]
-                code = self.workers.write((age // 2) % self.n_workers, self.counts[age], str(table.out.resolve()))
-                code["busy_s"] = busy
-                if age in self.start_ages:
-                    self.take_start_values(table, age)
-                table.record_written(age, code["id_bytes"], code["value_bytes"])
-                self.work.record_backward(age, code)
-                self.discard_finished(age)
+                if writing is not None:
+                    self.finish_age(table, *writing)
+                    bar.update()
+                handle = self.workers.start_write(
+                    (age // 2) % self.n_workers, self.counts[age], str(table.out.resolve())
+                )
+                writing = age, handle, busy
+            if writing is not None:
+                self.finish_age(table, *writing)
                 bar.update()
         finally:
             bar.close()
         for leftover in [*self.work.path.glob("forward/*.handoff_*"), *self.work.path.glob("backward/*.handback*")]:
             leftover.unlink()  # the first ages' hand-offs, and the empty ones after the last age
+
+    def finish_age(self, table: TableWriterV2, age: int, handle, busy: list[float]) -> None:
+        """Once the table file of ``age`` is written (``handle`` from ``start_write``): its start values, the
+        journal, and the work files no lower age reads.  Called after the next age settled, so that a writer
+        codes one age while every worker values the next (as the local build's writer thread does)."""
+        code = {**self.workers.finish_write(handle), "busy_s": busy}
+        if age in self.start_ages:
+            self.take_start_values(table, age)
+        table.record_written(age, code["id_bytes"], code["value_bytes"])
+        self.work.record_backward(age, code)
+        self.discard_finished(age)
 
     def take_start_values(self, table: TableWriterV2, age: int) -> None:
         parts = self.workers.start_values(age)

@@ -255,8 +255,13 @@ class RayWorkers:
     def settle(self, age: int) -> list[dict]:
         return self._all("settle", age)
 
-    def write(self, writer: int, count, out: str) -> dict:
-        return self.ray.get(self.actors[writer].write.remote(count, out))
+    def start_write(self, writer: int, count, out: str):
+        """Actor ``writer`` writes the table file of ``count.age`` on another of its threads, while the next age
+        settles; returns its reference."""
+        return self.actors[writer].write.remote(count, out)
+
+    def finish_write(self, ref) -> dict:
+        return self._gather([ref])[0]
 
     def start_values(self, age: int) -> list[tuple]:
         return self._all("start_values", age)
