@@ -1,7 +1,7 @@
 """The Ray backend per core against the local build: wall time, peak memory, exchange volume and identical tables.
 
     python -m experiments.bench.ray_backend [--repeats 3] [--board 4x3] [--objective tile:7] [--machines 2]
-        [--material-tile 8] [--rebalance TOL|off] [--json FILE]
+        [--material-tile 8] [--rebalance TOL|off] [--kinds local,ray] [--json FILE]
 
 The local build is ``python -m solver build ... --layout directory --threads M`` (M = ``--machines``).  The Ray
 build runs on a ``ray.cluster_utils.Cluster`` of M one-CPU nodes on 127.0.0.1 started by this script (one worker
@@ -91,6 +91,11 @@ def main(argv=None) -> dict:
     parser.add_argument("--objective", default="tile:7")
     parser.add_argument("--machines", type=int, default=2, help="Ray nodes of one CPU, and the local build's threads")
     parser.add_argument("--material-tile", type=int, default=8)
+    parser.add_argument(
+        "--kinds",
+        default="local,ray",
+        help="the builds to run: local, ray or both (default); one alone reports its times only",
+    )
     parser.add_argument("--rebalance", default=None, help="the Ray build's --rebalance (default: the solver's)")
     parser.add_argument("--no-warmup", action="store_true", help="time the first run of each too (warm caches)")
     parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
@@ -100,13 +105,16 @@ def main(argv=None) -> dict:
 
     private_ray_environment()  # before Ray is imported: the cluster stays on the loopback
     spec_args = ["--board", args.board, "--objective", args.objective, "--quiet", "--layout", "directory"]
-    runs: dict[str, list[tuple]] = {"local": [], "ray": []}
+    kinds = [k for k in ("local", "ray") if k in args.kinds.split(",")]
+    if not kinds or set(args.kinds.split(",")) - {"local", "ray"}:
+        parser.error(f"--kinds must name local, ray or both, got {args.kinds!r}")
+    runs: dict[str, list[tuple]] = {k: [] for k in kinds}
     exchanged = {}
     with tempfile.TemporaryDirectory() as tmp:
         out = {"local": Path(tmp) / "local", "ray": Path(tmp) / "ray"}
         first = 1 if args.no_warmup else 0
         for repeat in range(first, args.repeats + 1):
-            for kind in ("local", "ray"):
+            for kind in kinds:
                 shutil.rmtree(out[kind], ignore_errors=True)
                 shutil.rmtree(Path(tmp) / f"{kind}.work", ignore_errors=True)
                 os.sync()
@@ -126,29 +134,34 @@ def main(argv=None) -> dict:
                     runs[kind].append((wall, build_seconds(stdout), peak, *phases(stdout)))
                     print(f"{kind:>5}: {wall:6.1f} s wall ({build_seconds(stdout):.1f} s building), peak {peak:.2f} GB",
                           flush=True)  # fmt: skip
-        identical = checksums(out["local"]) == checksums(out["ray"])
-        with Table(out["local"]) as t:
+        identical = checksums(out["local"]) == checksums(out["ray"]) if len(kinds) == 2 else None
+        with Table(out[kinds[0]]) as t:
             work = int(t.attrs["states"]) + int(t.attrs["afterstates"])
     med = {k: [statistics.median(r[i] for r in v) for i in range(6)] for k, v in runs.items()}
     report = {
         "board": args.board, "objective": args.objective, "machines": args.machines,
         "material_tile": args.material_tile, "repeats": args.repeats, "cores": os.cpu_count(),
         "rebalance": args.rebalance, "identical_checksums": identical, "states_plus_afterstates": work,
-        **exchanged, "exchange_bytes_per_item": 16 * (exchanged["crossing"] + exchanged["handed_off"]) / work,
         **{kind: {"wall_s": m[0], "build_s": m[1], "peak_gb": m[2], "forward_s": m[3], "backward_s": m[4],
                   "write_s": m[5]} for kind, m in med.items()},
-        "ratio_per_core_build": med["local"][1] / med["ray"][1],
-        "ratio_per_core_forward": med["local"][3] / med["ray"][3],
-        "ratio_per_core_backward": med["local"][4] / med["ray"][4],
         "runs": runs,
     }  # fmt: skip
-    print(f"{args.board} {args.objective}: local ({args.machines} threads) {med['local'][1]:.1f} s, Ray "
-          f"({args.machines} one-CPU nodes) {med['ray'][1]:.1f} s building: per core "
-          f"{report['ratio_per_core_build']:.2f}x the local rate (forward {report['ratio_per_core_forward']:.2f}x, "
-          f"backward "
-          f"{report['ratio_per_core_backward']:.2f}x); exchange {report['exchange_bytes_per_item']:.2f} B per state + "
-          f"afterstate; peak {med['local'][2]:.2f} vs {med['ray'][2]:.2f} GB; medians of {args.repeats}; tables "
-          f"{'identical' if identical else 'DIFFERENT'}")  # fmt: skip
+    if "ray" in kinds:
+        report.update(exchanged)
+        report["exchange_bytes_per_item"] = 16 * (exchanged["crossing"] + exchanged["handed_off"]) / work
+    if len(kinds) == 2:
+        for phase, i in (("build", 1), ("forward", 3), ("backward", 4)):
+            report[f"ratio_per_core_{phase}"] = med["local"][i] / med["ray"][i]
+        print(f"{args.board} {args.objective}: local ({args.machines} threads) {med['local'][1]:.1f} s, Ray "
+              f"({args.machines} one-CPU nodes) {med['ray'][1]:.1f} s building: per core "
+              f"{report['ratio_per_core_build']:.2f}x the local rate (forward {report['ratio_per_core_forward']:.2f}x, "
+              f"backward {report['ratio_per_core_backward']:.2f}x); exchange {report['exchange_bytes_per_item']:.2f} "
+              f"B per state + afterstate; peak {med['local'][2]:.2f} vs {med['ray'][2]:.2f} GB; medians of "
+              f"{args.repeats}; tables {'identical' if identical else 'DIFFERENT'}")  # fmt: skip
+    else:
+        m = med[kinds[0]]
+        print(f"{args.board} {args.objective}: {kinds[0]} {m[1]:.1f} s building (forward {m[3]:.1f} s, backward "
+              f"{m[4]:.1f} s), peak {m[2]:.2f} GB; medians of {args.repeats}")  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
     return report
