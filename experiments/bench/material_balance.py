@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from experiments.cli import write_json
 from solver.__main__ import material_low, rebalance_tolerance
 from solver.distributed.driver import DEFAULT_TOLERANCE, build_by_material, exchanged_boards
 from solver.spec import SolveSpec
@@ -74,7 +75,7 @@ def main(argv=None) -> dict:
           f"critical path {report['critical_path_s']:.1f} s of {report['all_work_s']:.1f} s of work; crossing "
           f"{report['crossing']:,}, handed off {report['handed_off']:,}, moved {report['moved_keys']:,}")  # fmt: skip
     if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
+        write_json(args.json, report)
     return report
 
 
