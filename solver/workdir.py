@@ -118,10 +118,7 @@ class WorkDir:
         if lines and lines[-1] and not text.endswith("\n"):
             lines[-1] = ""  # torn by a kill in the middle of a write: that step is redone
             path.write_text("\n".join(lines[:-1]) + ("\n" if len(lines) > 1 else ""))
-        for line in lines:
-            if not line:
-                continue
-            entry = json.loads(line)
+        for entry in parse_journal(text):
             if "forward" in entry:
                 self._forward.append(AgeCount(**entry["forward"]))
                 if "extra" in entry:
@@ -194,6 +191,20 @@ class WorkDir:
 
     def load(self, stage: str, age: int, name: str) -> np.ndarray:
         return load_array(self._file(stage, age, name))
+
+
+def parse_journal(text: str) -> list[dict]:
+    """The entries of a journal's ``text``, in order; a last line torn by a kill is left out."""
+    lines = text.split("\n")
+    if not text.endswith("\n"):
+        lines = lines[:-1]
+    return [json.loads(line) for line in lines if line]
+
+
+def journal_entries(work_dir) -> list[dict]:
+    """The entries of a work directory's journal (:func:`parse_journal`), read without opening it as a
+    :class:`WorkDir` (which needs the build's spec)."""
+    return parse_journal((Path(work_dir) / JOURNAL).read_text())
 
 
 def work_file(root: Path, stage: str, age: int, name: str) -> Path:

@@ -15,7 +15,6 @@ reported: crossing afterstates, states handed to moved keys' new owners and keys
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -24,13 +23,13 @@ from experiments.cli import write_json
 from solver.__main__ import material_low, rebalance_tolerance
 from solver.distributed.driver import DEFAULT_TOLERANCE, build_by_material, exchanged_boards
 from solver.spec import SolveSpec
-from solver.workdir import JOURNAL
+from solver.workdir import journal_entries
 
 
 def balance(work_dir) -> dict:
     """Per pass, the busiest worker's seconds summed over ages, the even share, and their ratio (the imbalance),
     with the critical path (both passes' busiest) and all the workers' seconds, from a work directory's journal."""
-    lines = [json.loads(line) for line in (Path(work_dir) / JOURNAL).read_text().splitlines() if line]
+    lines = journal_entries(work_dir)
     passes = {"forward": [x["extra"]["busy_s"] for x in lines if "busy_s" in x.get("extra", {})],
               "backward": [x["code"]["busy_s"] for x in lines if "busy_s" in x.get("code", {})]}  # fmt: skip
     out: dict = {}

@@ -10,7 +10,6 @@ last journalled age with the same owners.  The workers are a group: :class:`Loca
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -24,7 +23,7 @@ from ..common import SOLVER_VERSION
 from ..forward import canonical_starts
 from ..spec import SolveSpec
 from ..table_v2 import TableWriterV2
-from ..workdir import JOURNAL, AgeCount, WorkDir
+from ..workdir import AgeCount, WorkDir, journal_entries, load_array
 from .column import ColumnWorker, part_file
 from .lookups import merge_parts
 from .material import Assignment, key_counts
@@ -253,7 +252,7 @@ class MaterialBuild:
             for w in range(self.n_workers):
                 if name == "handoff_sent_counts":  # the values handed back go with the states handed off
                     counts = part_file(self.work.path, stage, a, w, name)
-                    for owner in np.flatnonzero(np.load(counts)) if counts.exists() else ():
+                    for owner in np.flatnonzero(load_array(counts)) if counts.exists() else ():
                         part_file(self.work.path, "backward", a, w, f"handback{owner:04d}").unlink(missing_ok=True)
                 part_file(self.work.path, stage, a, w, name).unlink(missing_ok=True)
 
@@ -315,7 +314,6 @@ def exchanged_boards(work_dir) -> dict[str, int]:
     """What a build's work directory journalled over its forward ages: ``{"crossing": afterstates sent to other
     workers, "handed_off": states handed to new owners, "moved_keys": keys moved}`` (each crossing afterstate and
     each state handed off travels once as an ID and once as a value)."""
-    lines = (Path(work_dir) / JOURNAL).read_text().splitlines()
-    extras = [json.loads(line).get("extra", {}) for line in lines if line]
+    extras = [entry.get("extra", {}) for entry in journal_entries(work_dir)]
     total = {name: sum(e.get(name, 0) for e in extras) for name in ("crossing", "handed_off")}
     return {**total, "moved_keys": sum(len(e.get("moved_keys", [])) for e in extras)}

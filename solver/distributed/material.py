@@ -101,10 +101,9 @@ class Assignment:
             raise ValueError(f"the rebalancing tolerance must be >= 0, got {tolerance}")
         keys = np.array(sorted(key_work), np.uint64)
         work = np.array([key_work[int(k)] for k in keys], np.int64)
-        rows = np.searchsorted(self.keys, keys)
-        if keys.size and (np.any(rows >= self.keys.size) or np.any(self.keys[np.minimum(rows, self.keys.size - 1)]
-                                                                   != keys)):  # fmt: skip
+        if np.any(self.owners_of_keys(keys) == UNASSIGNED):
             raise ValueError("rebalance: every key of the age must be assigned first")
+        rows = np.searchsorted(self.keys, keys)
         moved: dict[int, int] = {}
         for _ in range(4 * self.n_workers):
             owners = self.owners[rows]
@@ -119,8 +118,7 @@ class Assignment:
             pick = fits[np.argmin(np.abs(work[fits] - gap / 2))]
             self.owners[rows[pick]] = low
             moved[int(keys[pick])] = low
-        out = np.array(list(moved), np.uint64), np.array(list(moved.values()), np.int64)
-        return out
+        return np.array(list(moved), np.uint64), np.array(list(moved.values()), np.int64)
 
     def apply(self, keys: np.ndarray, owners: np.ndarray) -> None:
         """Give each key of ``keys`` the owner in ``owners``: a new key is added, an assigned one moves."""
