@@ -96,8 +96,9 @@ def cmd_build(args) -> int:
     if args.backend == "ray":
         report = build_on_ray(spec, args)
     else:
-        if args.address or args.machines is not None or args.material_tile is not None or args.rebalance is not None:
-            raise ValueError("--address, --machines, --material-tile and --rebalance belong to --backend ray")
+        ray_only = (args.address, args.machines, args.material_tile, args.rebalance, args.split)
+        if args.address or any(x is not None for x in ray_only[1:]):
+            raise ValueError("--address, --machines, --material-tile, --rebalance and --split belong to --backend ray")
         report = build(spec, args.out, args.work_dir, args.threads, progress=not args.quiet,
                        keep_work=args.keep_work, format_version=args.format, layout=args.layout or "file")  # fmt: skip
     a = report.attrs
@@ -118,12 +119,13 @@ def build_on_ray(spec: SolveSpec, args):
     on this machine."""
     if args.format != 2 or (args.layout or "directory") != "directory":
         raise ValueError("the Ray backend writes format 2 tables as a directory (--format 2 --layout directory)")
-    from .distributed.driver import DEFAULT_LOW, DEFAULT_TOLERANCE
+    from .distributed.driver import DEFAULT_LOW, DEFAULT_SPLIT, DEFAULT_TOLERANCE
     from .distributed.ray_actors import build_on_actors
     from .distributed.session import cluster_machines, ray_session
 
     low = DEFAULT_LOW if args.material_tile is None else material_low(args.material_tile)
     tolerance = DEFAULT_TOLERANCE if args.rebalance is None else rebalance_tolerance(args.rebalance)
+    split = DEFAULT_SPLIT if args.split is None else split_threshold(args.split)
     if args.machines is not None and args.machines > 1 and not args.address:
         raise ValueError("a private Ray (no --address) is one machine: --machines more than 1 needs --address")
     with ray_session(args.address, num_cpus=args.threads) as ray:
@@ -131,7 +133,8 @@ def build_on_ray(spec: SolveSpec, args):
         if not args.quiet:
             print(f"{len(machines)} machine(s): {', '.join(f'{m.cpus} CPUs' for m in machines)}", flush=True)
         report, _ = build_on_actors(spec, args.out, machines, low=low, work_dir=args.work_dir,
-                                    progress=not args.quiet, keep_work=args.keep_work, tolerance=tolerance)  # fmt: skip
+                                    progress=not args.quiet, keep_work=args.keep_work, tolerance=tolerance,
+                                    split=split)  # fmt: skip
     return report
 
 
@@ -152,6 +155,19 @@ def rebalance_tolerance(text: str) -> float | None:
         value = -1.0
     if not value >= 0:
         raise ValueError(f"--rebalance must be a tolerance >= 0 (such as 0.05) or 'off', got {text!r}")
+    return value
+
+
+def split_threshold(text: str) -> float | None:
+    """``--split SHARES|off`` -> the threshold (a number > 0), or None for ``off`` (a column is never split)."""
+    if text == "off":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ValueError(f"--split must be a number of even shares > 0 (such as 1.05) or 'off', got {text!r}")
     return value
 
 
@@ -318,6 +334,13 @@ def main(argv=None) -> int:
         help="ray: at every age, move columns from the busiest machine to the least busy while the busiest has more "
         "than (1 + TOL) times an even share of the age's afterstates (default 0.05); off: a column stays where it "
         "first appeared",
+    )
+    p.add_argument(
+        "--split",
+        default=None,
+        metavar="SHARES|off",
+        help="ray: split a column whose afterstates in an age exceed SHARES times an even share of the age across "
+        "ceil(its share) machines, by a hash of the board (default 1.05); off: a column stays whole",
     )
     p.set_defaults(fn=cmd_build)
 

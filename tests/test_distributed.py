@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from solver.build import build
 from solver.common import SOLVER_VERSION
 from solver.distributed.column import ColumnWorker, CrossingMismatch
-from solver.distributed.driver import DEFAULT_TOLERANCE, LocalWorkers, build_by_material
+from solver.distributed.driver import DEFAULT_SPLIT, DEFAULT_TOLERANCE, LocalWorkers, build_by_material
 from solver.distributed.lookups import lookup_sorted, merge_parts
-from solver.distributed.material import UNASSIGNED, Assignment, material_keys
+from solver.distributed.material import PART_SHIFT, UNASSIGNED, Assignment, material_keys, material_of
 from solver.spec import SolveSpec
 from solver.store import Table
 from solver.workdir import WorkDir, WorkDirMismatch
@@ -36,6 +36,45 @@ def test_new_keys_go_to_the_least_loaded_worker_largest_first_and_never_move():
         Assignment(2, 2)
     with pytest.raises(ValueError, match="at least 1"):
         Assignment(0, 3)
+
+
+def test_a_column_larger_than_an_even_share_splits_into_parts_that_keep_their_boards():
+    """A key over the threshold splits into ceil(its work / an even share) parts (at least 2, at most the workers);
+    part 0 keeps the key and its owner, the new parts are assigned like new keys, and each board's part is a
+    hash of the board: stable, below the parts, and the column's material key underneath."""
+    a = Assignment(4, 3)
+    a.assign({5: 10, 7: 50})
+    keys, parts, work = a.split({5: 10, 7: 50, 9: 20}, threshold=1.05)  # an even share is 20: key 7 is 2.5 shares
+    assert keys.tolist() == [7] and parts.tolist() == [3]
+    assert sorted(a.parts_of(7)) == [7, 7 | 1 << PART_SHIFT, 7 | 2 << PART_SHIFT]
+    assert sum(work[k] for k in a.parts_of(7)) == 50 and work[5] == 10 and 7 in work
+    owner = int(a.owners_of_keys([7])[0])
+    new_keys, _ = a.assign(work)
+    assert set(new_keys.tolist()) == {9, 7 | 1 << PART_SHIFT, 7 | 2 << PART_SHIFT}
+    assert int(a.owners_of_keys([7])[0]) == owner and len(a.owners_reached([7])) == 3
+    assert a.split({7: 500, 5: 1}, threshold=1.05)[0].size == 0  # a column is split once
+    assert Assignment(1, 3).split({5: 10}, threshold=0.5)[0].size == 0  # one worker: nothing to split across
+    assert a.split({11: 1, 13: 3}, threshold=0.1)[1].tolist() == [2, 3]  # even share 1: at least two parts
+    with pytest.raises(ValueError, match="> 0"):
+        a.split({5: 1}, threshold=0)
+    with pytest.raises(ValueError, match="split twice"):
+        a.apply_splits([7], [2])
+    copy = Assignment.from_json(a.to_json())
+    assert copy.split_keys.tolist() == a.split_keys.tolist() and copy.split_parts.tolist() == a.split_parts.tolist()
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 2**48 - 1), min_size=1, max_size=200), st.integers(2, 9))
+def test_every_board_of_a_split_column_falls_in_one_of_its_parts(boards, parts):
+    ids = np.array(boards, np.uint64)
+    material = material_keys(ids, 12, 3)
+    a = Assignment(parts, 3, split_keys=np.unique(material), split_parts=np.full(np.unique(material).size, parts))
+    keys = a.keys_of(ids, 12)
+    assert np.array_equal(material_of(keys), material)
+    assert np.all(keys >> np.uint64(PART_SHIFT) < parts)
+    assert np.array_equal(a.keys_of(ids[::-1], 12), keys[::-1])  # a board's part does not depend on the others
+    if ids.size >= 100 and np.unique(ids).size >= 100:
+        assert np.unique(keys >> np.uint64(PART_SHIFT)).size == parts  # the hash spreads the boards
 
 
 #: (board, objective, spawn model) -> (workers, threshold exponent): each spec with another cut.
@@ -68,21 +107,26 @@ def journal_total(work: WorkDir, field: str) -> int:
     return sum(len(x) if isinstance(x, list) else x for x in extras)
 
 
-@pytest.mark.parametrize("tolerance", [DEFAULT_TOLERANCE, None])
-def test_many_columns_and_crossing_moves_give_the_golden_table(tmp_path, tolerance):
+@pytest.mark.parametrize("tolerance, split", [(DEFAULT_TOLERANCE, DEFAULT_SPLIT), (None, None)])
+def test_many_columns_and_crossing_moves_give_the_golden_table(tmp_path, tolerance, split):
     """2x4 up to 64, four workers, columns by the tiles >= 8: most ages have several columns on several workers,
-    and many moves cross between them.  Rebalanced, keys move between workers, and the states they own of the next
-    age are handed to their new owners; without rebalancing no key moves."""
+    and many moves cross between them.  Rebalanced, keys move between workers, columns larger than an even share
+    are split across several (spawns then cross between the parts' owners), and the states that other workers own
+    of the next age are handed to them; without rebalancing or splitting nothing moves."""
     spec = spec_of("2x4-tile6")
-    out = build_by_material(spec, tmp_path / "t", 4, 3, progress=False, keep_work=True, tolerance=tolerance).out
+    out = build_by_material(spec, tmp_path / "t", 4, 3, progress=False, keep_work=True, tolerance=tolerance,
+                            split=split).out  # fmt: skip
     assert checksums_of(out) == golden("2x4-tile6")
     work = WorkDir(tmp_path / "t.work", spec, SOLVER_VERSION, layout={"backend": "material", "workers": 4, "low": 3})
     owners = {int(o) for c in work.forward_counts for o in work.forward_extra(c.age)["owners"]}
     assert journal_total(work, "crossing") > 1000 and owners == {0, 1, 2, 3}
+    keys = {int(k) for c in work.forward_counts for k in work.forward_extra(c.age)["keys"]}
     if tolerance is None:
         assert journal_total(work, "moved_keys") == journal_total(work, "handed_off") == 0
+        assert journal_total(work, "split_keys") == 0 and max(keys) < 1 << PART_SHIFT
     else:
         assert journal_total(work, "moved_keys") > 10 and journal_total(work, "handed_off") > 1000
+        assert journal_total(work, "split_keys") > 10 and max(keys) >= 1 << PART_SHIFT
     left = {p.name.split(".")[2] for p in (tmp_path / "t.work" / "forward").iterdir()}
     assert left == {"states_upper", "states_lower", "states_code"}  # the start ages' only: the rest was discarded
     with Table(out) as t:
@@ -137,7 +181,8 @@ def test_an_interrupted_build_resumes_to_the_same_table(local_tables, tmp_path, 
 
 
 def test_builds_stopped_after_hand_offs_resume_to_the_same_table(local_tables, tmp_path):
-    """Stopped right after the first age that handed states off (the resumed forward pass hands them again), and
+    """Columns split from the first ages on (the start states' column holds all of them).  Stopped right after the
+    first age that handed states off (the resumed forward pass hands them again), and
     in the backward pass where an age needs values handed back before the stop (read back from the work
     directory)."""
     spec = SolveSpec.parse("2x3", "score", 0.1, "random")
@@ -146,9 +191,11 @@ def test_builds_stopped_after_hand_offs_resume_to_the_same_table(local_tables, t
     ages = [c.age for c in work.forward_counts]
     handing = [i for i, age in enumerate(ages) if work.forward_extra(age)["handed_off"]]
     assert handing, "no age handed states off: nothing to resume"
+    splitting = [i for i, age in enumerate(ages) if work.forward_extra(age)["split_keys"]]
     # a step is one exchange_and_spawn (forward, ages ascending) or one settle (backward, ages descending); the
     # stop raises at the start of the step, so the ages before it are journalled
     forward_stop = handing[0] + 2
+    assert splitting and splitting[0] < forward_stop, "no column split before the stop: the parts went untested"
     # the settle of age a - 2, where a handed off states of a + 2: it reads their values back from the directory
     backward_stop = len(ages) + (len(ages) - handing[-1]) + 1
     for steps in (forward_stop, backward_stop):
@@ -215,5 +262,6 @@ def test_material_balance_reads_each_workers_seconds_from_the_journal(tmp_path, 
     assert got["crossing"] == journal_total(work, "crossing") and got["moved_keys"] == journal_total(work, "moved_keys")
     assert main(["--journal", str(tmp_path / "t.work")]) == got
     assert "critical path" in capsys.readouterr().out
-    report = main(["--board", "2x3", "--objective", "score", "--workers", "2", "--rebalance", "off"])
-    assert report["moved_keys"] == report["handed_off"] == 0 and report["forward"]["imbalance"] >= 1
+    report = main(["--board", "2x3", "--objective", "score", "--workers", "2", "--rebalance", "off", "--split", "off"])
+    assert report["moved_keys"] == report["handed_off"] == report["split_keys"] == 0
+    assert report["forward"]["imbalance"] >= 1

@@ -112,6 +112,8 @@ def test_cli_refuses_a_table_file_and_bad_options_on_ray(tmp_path):
         (["--backend", "ray", "--material-tile", "12"], "power of two"),
         (["--backend", "ray", "--rebalance", "lots"], "--rebalance must be a tolerance >= 0"),
         (["--rebalance", "0.1"], "--backend ray"),
+        (["--backend", "ray", "--split", "0"], "--split must be a number of even shares > 0"),
+        (["--split", "off"], "--backend ray"),
     ]
     for wrong, message in wrongs:
         run = subprocess.run([sys.executable, "-m", "solver", "build", "--board", "2x2", *wrong,

@@ -1,8 +1,8 @@
 """The Ray backend on a simulated three-node cluster (ray.cluster_utils.Cluster on 127.0.0.1), one worker per node,
 with workers killed in the middle of ages: Ray restarts their actors, the build resumes from its work directory, the
-table is still bit-identical to the local build's (keys moved between workers included), and every process of the
-cluster, restarted actors included, uses loopback addresses only. One cluster serves all of it: starting one costs
-more than the build."""
+table is still bit-identical to the local build's (keys moved between workers and columns split included), and every
+process of the cluster, restarted actors included, uses loopback addresses only. One cluster serves all of it:
+starting one costs more than the build."""
 
 from __future__ import annotations
 
@@ -52,6 +52,7 @@ def test_three_node_cluster_with_killed_workers_builds_identical_tables_on_the_l
     extras = [json.loads(line).get("extra", {}) for line in journal if line]
     moved = sum(len(e.get("moved_keys", [])) for e in extras)
     assert moved > 0 and sum(e.get("handed_off", 0) for e in extras) > 0, "no key moved: the hand-offs went untested"
+    assert sum(len(e.get("split_keys", [])) for e in extras) > 0, "no column split: the parts went untested"
     names = {o.name for o in watch.listeners()}
     assert {"gcs_server", "raylet"} <= names, f"the watch saw no Ray listener: {sorted(names)}"
     # a raylet's child between fork and exec holds its listeners too, under its name

@@ -1,7 +1,7 @@
 """How evenly a build partitioned by material spreads each age's work, in seconds, read from its journal.
 
     python -m experiments.bench.material_balance --board 4x3 --objective tile:6 [--workers 2] [--material-tile 8]
-        [--rebalance TOL|off] [--json FILE]
+        [--rebalance TOL|off] [--split SHARES|off] [--json FILE]
     python -m experiments.bench.material_balance --journal WORK_DIR     # a build already run (kept with --keep-work)
 
 The first form builds the table with the workers in this process (``solver.distributed.driver.LocalWorkers``,
@@ -9,7 +9,8 @@ each step of each worker in turn), keeps the work directory, and reads it; run i
 mimic one-CPU machines.  Every age journals each worker's seconds on it (``busy_s``, forward and backward).  On
 machines of their own the workers would wait for the busiest at every age, so the build's critical path is the
 busiest worker's seconds summed over ages; an even share is all the workers' seconds over their number.  Also
-reported: crossing afterstates, states handed to moved keys' new owners and keys moved (``exchanged_boards``).
+reported: crossing afterstates, states handed to other workers (moved keys, split columns), keys moved and columns
+split (``exchanged_boards``).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ import time
 from pathlib import Path
 
 from experiments.cli import write_json
-from solver.__main__ import material_low, rebalance_tolerance
-from solver.distributed.driver import DEFAULT_TOLERANCE, build_by_material, exchanged_boards
+from solver.__main__ import material_low, rebalance_tolerance, split_threshold
+from solver.distributed.driver import DEFAULT_SPLIT, DEFAULT_TOLERANCE, build_by_material, exchanged_boards
 from solver.spec import SolveSpec
 from solver.workdir import journal_entries
 
@@ -53,6 +54,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--material-tile", type=int, default=8)
     parser.add_argument("--rebalance", default=str(DEFAULT_TOLERANCE), metavar="TOL|off")
+    parser.add_argument("--split", default=str(DEFAULT_SPLIT), metavar="SHARES|off")
     parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
     report: dict = {}
@@ -61,18 +63,21 @@ def main(argv=None) -> dict:
     else:
         spec = SolveSpec.parse(args.board, args.objective)
         tolerance, low = rebalance_tolerance(args.rebalance), material_low(args.material_tile)
+        split = split_threshold(args.split)
         with tempfile.TemporaryDirectory() as tmp:
             start = time.perf_counter()
-            build_by_material(spec, Path(tmp) / "t", args.workers, low, keep_work=True, tolerance=tolerance)
+            build_by_material(spec, Path(tmp) / "t", args.workers, low, keep_work=True, tolerance=tolerance,
+                              split=split)  # fmt: skip
             wall = time.perf_counter() - start
             report = {"board": args.board, "objective": args.objective, "workers": args.workers,
-                      "material_tile": args.material_tile, "rebalance": tolerance, "wall_s": wall,
+                      "material_tile": args.material_tile, "rebalance": tolerance, "split": split, "wall_s": wall,
                       **balance(Path(tmp) / "t.work")}  # fmt: skip
     f, b = report["forward"], report["backward"]
     print(f"forward: busiest {f['busiest_s']:.1f} s, even share {f['even_s']:.1f} s ({f['imbalance']:.3f}x); "
           f"backward: busiest {b['busiest_s']:.1f} s, even share {b['even_s']:.1f} s ({b['imbalance']:.3f}x); "
           f"critical path {report['critical_path_s']:.1f} s of {report['all_work_s']:.1f} s of work; crossing "
-          f"{report['crossing']:,}, handed off {report['handed_off']:,}, moved {report['moved_keys']:,}")  # fmt: skip
+          f"{report['crossing']:,}, handed off {report['handed_off']:,}, moved {report['moved_keys']:,}, columns split "
+          f"{report['split_keys']:,}")  # fmt: skip
     if args.json:
         write_json(args.json, report)
     return report

@@ -1,7 +1,7 @@
 """The Ray backend per core against the local build: wall time, peak memory, exchange volume and identical tables.
 
     python -m experiments.bench.ray_backend [--repeats 3] [--board 4x3] [--objective tile:7] [--machines 2]
-        [--material-tile 8] [--rebalance TOL|off] [--kinds local,ray] [--json FILE]
+        [--material-tile 8] [--rebalance TOL|off] [--split SHARES|off] [--kinds local,ray] [--json FILE]
 
 The local build is ``python -m solver build ... --layout directory --threads M`` (M = ``--machines``).  The Ray
 build runs on a ``ray.cluster_utils.Cluster`` of M one-CPU nodes on 127.0.0.1 started by this script (one worker
@@ -97,6 +97,7 @@ def main(argv=None) -> dict:
         help="the builds to run: local, ray or both (default); one alone reports its times only",
     )
     parser.add_argument("--rebalance", default=None, help="the Ray build's --rebalance (default: the solver's)")
+    parser.add_argument("--split", default=None, help="the Ray build's --split (default: the solver's)")
     parser.add_argument("--no-warmup", action="store_true", help="time the first run of each too (warm caches)")
     parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
@@ -122,7 +123,8 @@ def main(argv=None) -> dict:
                 try:
                     extra = (["--backend", "ray", "--address", cluster.address, "--machines", str(args.machines),
                               "--material-tile", str(args.material_tile), "--keep-work",
-                              *(["--rebalance", args.rebalance] if args.rebalance else [])]
+                              *(["--rebalance", args.rebalance] if args.rebalance else []),
+                              *(["--split", args.split] if args.split else [])]
                              if kind == "ray" else ["--threads", str(args.machines)])  # fmt: skip
                     wall, peak, stdout = run_tree_measured(["build", *spec_args, "--out", str(out[kind]), *extra])
                 finally:
@@ -141,7 +143,8 @@ def main(argv=None) -> dict:
     report = {
         "board": args.board, "objective": args.objective, "machines": args.machines,
         "material_tile": args.material_tile, "repeats": args.repeats, "cores": os.cpu_count(),
-        "rebalance": args.rebalance, "identical_checksums": identical, "states_plus_afterstates": work,
+        "rebalance": args.rebalance, "split": args.split, "identical_checksums": identical,
+        "states_plus_afterstates": work,
         **{kind: {"wall_s": m[0], "build_s": m[1], "peak_gb": m[2], "forward_s": m[3], "backward_s": m[4],
                   "write_s": m[5]} for kind, m in med.items()},
         "runs": runs,

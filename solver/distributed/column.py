@@ -5,10 +5,11 @@ The driver calls the steps in order for every age, on every worker, and carries 
 forward, increasing ages::
 
     expand(age)            -> {"states", "terminal", "key_work": {key: afterstates made}}
-    send_crossing(age, keys assigned or moved, their owners) -> {owner: crossing afterstates (sorted)}
+    send_crossing(age, changes)                 -> {owner: crossing afterstates (sorted)}
+                           (changes: the columns split in this age, the keys assigned or moved, their owners)
     receive_crossing(age, source, ids)          (from every other worker's send_crossing)
     spawn(age)             -> {"afterstates", "next_age", "handed_off", "busy_s"}; the age's layers are saved
-    hand_off(age)          -> {owner: its states of age + 2 that this worker holds} (keys moved in this age)
+    hand_off(age)          -> {owner: its states of age + 2 that this worker holds} (keys moved, columns split)
     receive_handoff(age, source, ids)           (from every other worker's hand_off)
 
 backward, decreasing ages::
@@ -25,8 +26,9 @@ crossing afterstates sent to it or received from it (the IDs, kept from the forw
 exchanges values only).  When the driver moves a key to another worker in age a, its afterstates of age a belong to
 the new owner (they cross), and so do its states of age a + 2 that the old owner spawned earlier: the old owner
 hands them off after its spawn step, and receives their values back once the new owner has valued them (its
-afterstates of age a - 2 need them).  The layers live in the shared work directory, so that a worker that is
-replaced, or a build that is resumed, reads them back::
+afterstates of age a - 2 need them).  Once some column is split, every spawn step hands off the children of age
+a + 2 that another part's owner holds, in the same way.  The layers live in the shared work directory, so that a
+worker that is replaced, or a build that is resumed, reads them back::
 
     forward/{age:06d}.w{worker:04d}.states_{upper,lower,code}.npy       the worker's states of the age, Elias-Fano
     forward/{age:06d}.w{worker:04d}.afterstates_{upper,lower,code}.npy  its afterstates (own and received)
@@ -59,7 +61,7 @@ from ..table_v2 import CodedLayer, decode_boards, encode_boards, write_age_file
 from ..value_index import ValueIndex, build_value_index, empty_value_index
 from ..workdir import AgeCount, load_array, save_array, work_file
 from .lookups import lookup_sorted, merge_parts
-from .material import Assignment, material_keys
+from .material import Assignment, Changes
 
 EMPTY_IDS = np.empty(0, np.uint64)
 
@@ -148,10 +150,11 @@ class ColumnWorker:
         self.pending.add_by_age(starts, self.spec)
         return self.next_age()
 
-    def resume_forward(self, starts: np.ndarray, finished: list[int], new_keys, new_owners) -> int | None:
-        """Continue a forward pass whose ages ``finished`` are journalled (``new_keys``/``new_owners``: the keys
-        they assigned): the start states of later ages, and the children of the last two finished ages."""
-        self.assignment.apply(new_keys, new_owners)
+    def resume_forward(self, starts: np.ndarray, finished: list[int], changes: Changes) -> int | None:
+        """Continue a forward pass whose ages ``finished`` are journalled (``changes``: the columns they split and
+        the keys they assigned or moved): the start states of later ages, and the children of the last two
+        finished ages."""
+        changes.apply_to(self.assignment)
         last = max(finished)
         owners = self.assignment.owners_of(starts, self.spec.cells)
         self.pending.add_by_age(starts[owners == self.index], self.spec, after=last)
@@ -177,25 +180,31 @@ class ColumnWorker:
         self._save("forward", age, "handoff_received_counts", counts)
         states = merge_unique([*self.pending.runs.pop(age, []), *handed.values()])
         afterstates, terminal = expand(states, self.spec)
-        keys = material_keys(afterstates, self.spec.cells, self.assignment.low)
+        keys = self.assignment.keys_of(afterstates, self.spec.cells)
         self._states[age], self._expanded[age] = states, (afterstates, keys)
         unique, counts = np.unique(keys, return_counts=True)
         return {"states": int(states.size), "terminal": int(terminal),
                 "key_work": dict(zip((int(k) for k in unique), (int(c) for c in counts), strict=True))}  # fmt: skip
 
     @busy
-    def send_crossing(self, age: int, keys: np.ndarray, owners: np.ndarray) -> dict[int, np.ndarray]:
-        """Record the keys assigned or moved in this age (``keys``, their ``owners``); keep the expanded
-        afterstates this worker owns and return the others by owner (each sorted)."""
-        lost = (self.assignment.owners_of_keys(keys) == self.index) & (np.asarray(owners) != self.index)
+    def send_crossing(self, age: int, changes: Changes) -> dict[int, np.ndarray]:
+        """Record the columns split and the keys assigned or moved in this age (``changes``); keep the expanded
+        afterstates this worker owns and return the others by owner (each sorted; an empty array to an owner of a
+        part of a column this worker expanded, so that every worker expects exactly those it hears from)."""
+        lost = (self.assignment.owners_of_keys(changes.keys) == self.index) & (changes.owners != self.index)
         self._lost_keys = bool(lost.any())  # some of this worker's keys moved away: spawn hands their states off
-        self.assignment.apply(keys, owners)
+        changes.apply_to(self.assignment)
         afterstates, keys = self._expanded.pop(age)
+        if changes.split_keys.size:  # expanded before the split: the parts' keys
+            keys = self.assignment.keys_of(afterstates, self.spec.cells)
         owners = self.assignment.owners_of_keys(keys)
         if np.any(owners < 0):
             raise CrossingMismatch(f"age {age}: an afterstate's key has no owner")
+        targets = self.assignment.owners_reached(np.unique(keys)) - {self.index}
+        if not set(np.unique(owners).tolist()) - {self.index} <= targets:
+            raise CrossingMismatch(f"age {age}: worker {self.index} sends afterstates beyond the owners it reckoned")
         self._own[age] = afterstates[owners == self.index]
-        out = {int(w): afterstates[owners == w] for w in np.unique(owners) if w != self.index}
+        out = {w: afterstates[owners == w] for w in sorted(targets)}
         self.sent[age] = out
         return out
 
@@ -216,7 +225,8 @@ class ColumnWorker:
             self._save("forward", age, f"{name}_counts", counts)
         self.pending.add_children(age, afterstates, self.spec)
         next_age = self.next_age()  # before the hand-off: some worker holds those states either way
-        self._handoff_out = self._take_moved(age + 2) if self._lost_keys else {}
+        moving = self._lost_keys or self.assignment.split_keys.size  # some children may belong to another worker
+        self._handoff_out = self._take_moved(age + 2) if moving else {}
         joined, counts = _by_worker(self._handoff_out, self.n_workers)
         self._save("forward", age + 2, "handoff_sent", joined)
         self._save("forward", age + 2, "handoff_sent_counts", counts)

@@ -26,7 +26,7 @@ from ..table_v2 import TableWriterV2
 from ..workdir import AgeCount, WorkDir, journal_entries, load_array
 from .column import ColumnWorker, part_file
 from .lookups import merge_parts
-from .material import Assignment, key_counts
+from .material import Assignment, Changes, key_counts
 
 #: The default threshold: columns are the multisets of tiles >= 2**DEFAULT_LOW.
 DEFAULT_LOW = 3
@@ -35,6 +35,9 @@ DEFAULT_LOW = 3
 #: The default tolerance of the rebalancing: keys move while an age's busiest worker holds more than 1.05 times an
 #: even share of its afterstates (:meth:`Assignment.rebalance`).
 DEFAULT_TOLERANCE = 0.05
+#: The default splitting threshold: a column whose afterstates in an age exceed this many even shares of the age
+#: cannot be balanced whole, and is split across a group of workers (:meth:`Assignment.split`).
+DEFAULT_SPLIT = 1 + DEFAULT_TOLERANCE
 EMPTY_CHANGES = np.empty(0, np.uint64), np.empty(0, np.int64)
 
 
@@ -53,20 +56,20 @@ class LocalWorkers:
     def seed(self, starts: list[np.ndarray]) -> list[int | None]:
         return [w.seed(s) for w, s in zip(self.workers, starts, strict=True)]
 
-    def resume_forward(self, starts: np.ndarray, finished: list[int], keys, owners) -> list[int | None]:
-        return [w.resume_forward(starts, finished, keys, owners) for w in self.workers]
+    def resume_forward(self, starts: np.ndarray, finished: list[int], changes: Changes) -> list[int | None]:
+        return [w.resume_forward(starts, finished, changes) for w in self.workers]
 
     def expand(self, age: int) -> list[dict]:
         return [w.expand(age) for w in self.workers]
 
-    def exchange_and_spawn(self, age: int, keys: np.ndarray, owners: np.ndarray, sources) -> tuple:
-        """Each worker takes the keys assigned or moved in ``age`` (``keys``, their ``owners``), sends its crossing
-        afterstates of ``age`` to their owners (``sources[w]``: the workers that send to worker w), spawns its
-        afterstates and hands the children of age + 2 that moved keys own to their new owners -> ``(crossing
+    def exchange_and_spawn(self, age: int, changes: Changes, sources) -> tuple:
+        """Each worker takes the columns split and the keys assigned or moved in ``age`` (``changes``), sends its
+        crossing afterstates of ``age`` to their owners (``sources[w]``: the workers that send to worker w), spawns
+        its afterstates and hands the children of age + 2 that other workers own now to them -> ``(crossing
         afterstates sent, [spawn result...])``."""
         sent = 0
         for w in self.workers:
-            for owner, ids in w.send_crossing(age, keys, owners).items():
+            for owner, ids in w.send_crossing(age, changes).items():
                 self.workers[owner].receive_crossing(age, w.index, ids)
                 sent += ids.size
         for w in self.workers:
@@ -114,9 +117,10 @@ class MaterialBuild:
     group of workers."""
 
     def __init__(self, spec: SolveSpec, n_workers: int, low: int, work: WorkDir, progress: bool = True,
-                 make_workers=LocalWorkers, tolerance: float | None = DEFAULT_TOLERANCE):  # fmt: skip
+                 make_workers=LocalWorkers, tolerance: float | None = DEFAULT_TOLERANCE,
+                 split: float | None = DEFAULT_SPLIT):  # fmt: skip
         self.spec, self.progress, self.n_workers, self.work = spec, progress, n_workers, work
-        self.tolerance = tolerance
+        self.tolerance, self.split = tolerance, split
         self.assignment = Assignment(n_workers, low)
         self.start_ids, self.start_probs = canonical_starts(spec)
         self.start_ages = sorted({int(a) for a in spec.ages(self.start_ids)})
@@ -124,22 +128,24 @@ class MaterialBuild:
         self.workers = make_workers(spec, self.assignment.copy(), n_workers, str(work.path.resolve()))
         self.counts: dict[int, AgeCount] = {c.age: c for c in work.forward_counts}
 
-    def _restore_assignment(self) -> tuple[np.ndarray, np.ndarray]:
-        """The keys the journalled ages assigned or moved, each with its last owner, applied to the assignment:
-        ``(keys, owners)``."""
-        keys, owners = [], []
+    def _restore_assignment(self) -> Changes:
+        """The columns the journalled ages split, and the keys they assigned or moved, each with its last owner,
+        applied to the assignment."""
+        keys, owners, split_keys, split_parts = [], [], [], []
         for age in sorted(self.counts):
             extra = self.work.forward_extra(age)
             keys += [int(k) for k in extra.get("keys", [])] + [int(k) for k in extra.get("moved_keys", [])]
             owners += [int(o) for o in extra.get("owners", [])] + [int(o) for o in extra.get("moved_to", [])]
-        changes = final_owners(keys, owners)
-        self.assignment.apply(*changes)
+            split_keys += [int(k) for k in extra.get("split_keys", [])]
+            split_parts += [int(p) for p in extra.get("split_parts", [])]
+        changes = Changes(*final_owners(keys, owners), split_keys, split_parts)
+        changes.apply_to(self.assignment)
         return changes
 
     def forward(self) -> None:
         if self.counts:
             finished = sorted(self.counts)
-            upcoming = set(self.workers.resume_forward(self.start_ids, finished, *self._restore_assignment()))
+            upcoming = set(self.workers.resume_forward(self.start_ids, finished, self._restore_assignment()))
         else:
             owners = self.assignment.owners_of(self.start_ids, self.spec.cells)
             upcoming = set(self.workers.seed([np.sort(self.start_ids[owners == w]) for w in range(self.n_workers)]))
@@ -154,12 +160,16 @@ class MaterialBuild:
                 for e in expanded:
                     for key, n in e["key_work"].items():
                         key_work[key] = key_work.get(key, 0) + n
+                split_keys, split_parts = EMPTY_CHANGES
+                if self.split is not None:
+                    split_keys, split_parts, key_work = self.assignment.split(key_work, self.split)
                 new_keys, new_owners = self.assignment.assign(key_work)
                 moved_keys, moved_to = EMPTY_CHANGES
                 if self.tolerance is not None:
                     moved_keys, moved_to = self.assignment.rebalance(key_work, self.tolerance)
-                changes = final_owners([*new_keys, *moved_keys], [*new_owners, *moved_to])
-                sent, spawned = self.workers.exchange_and_spawn(age, *changes, self.senders(expanded))
+                changes = Changes(*final_owners([*new_keys, *moved_keys], [*new_owners, *moved_to]), split_keys,
+                                  split_parts)  # fmt: skip
+                sent, spawned = self.workers.exchange_and_spawn(age, changes, self.senders(expanded))
                 upcoming = {s["next_age"] for s in spawned} - {None}
                 count = AgeCount(age, sum(e["states"] for e in expanded), sum(s["afterstates"] for s in spawned),
                                  sum(e["terminal"] for e in expanded))  # fmt: skip
@@ -168,6 +178,8 @@ class MaterialBuild:
                     "owners": [int(o) for o in new_owners],
                     "moved_keys": [str(int(k)) for k in moved_keys],
                     "moved_to": [int(o) for o in moved_to],
+                    "split_keys": [str(int(k)) for k in split_keys],
+                    "split_parts": [int(p) for p in split_parts],
                 }
                 handed = sum(s["handed_off"] for s in spawned)
                 busy = [round(s["busy_s"], 3) for s in spawned]  # each worker's seconds on the age
@@ -181,10 +193,10 @@ class MaterialBuild:
 
     def senders(self, expanded: list[dict]) -> list[list[int]]:
         """For each worker, the workers whose expanded afterstates (``expanded[w]["key_work"]``) include some of its
-        keys: those that send it crossing afterstates."""
+        keys or of its parts of their columns: those that send it crossing afterstates (maybe none)."""
         out: list[set[int]] = [set() for _ in range(self.n_workers)]
         for w, e in enumerate(expanded):
-            for owner in {int(o) for o in self.assignment.owners_of_keys(list(e["key_work"]))} - {w}:
+            for owner in self.assignment.owners_reached(list(e["key_work"])) - {w}:
                 out[owner].add(w)
         return [sorted(s) for s in out]
 
@@ -292,18 +304,20 @@ def build_by_material(
     keep_work: bool = False,
     make_workers=LocalWorkers,
     tolerance: float | None = DEFAULT_TOLERANCE,
+    split: float | None = DEFAULT_SPLIT,
 ) -> BuildReport:
     """Solve ``spec`` into the v2 table directory ``out`` with ``n_workers`` workers (in this process by default;
     see :class:`MaterialBuild`), columns keyed by the multiset of tiles >= ``2**low``, keys moved between workers
-    to even out each age's work within ``tolerance`` (None: a key never moves).  The table is bit for bit the
-    local build's.  Resumable: run it again with the same workers and threshold after an interruption."""
+    to even out each age's work within ``tolerance`` (None: a key never moves), and a column whose work in an age
+    exceeds ``split`` times an even share split across several workers (None: never).  The table is bit for bit
+    the local build's.  Resumable: run it again with the same workers and threshold after an interruption."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out} exists and is not a directory: a distributed build writes a table directory")
     work = WorkDir(work_dir or out.with_name(out.name + ".work"), spec, SOLVER_VERSION,
                    layout={"backend": "material", "workers": int(n_workers), "low": int(low)})  # fmt: skip
     try:
-        run = MaterialBuild(spec, n_workers, low, work, progress, make_workers, tolerance)
+        run = MaterialBuild(spec, n_workers, low, work, progress, make_workers, tolerance, split)
     except BaseException:
         work.close()
         raise
@@ -312,8 +326,10 @@ def build_by_material(
 
 def exchanged_boards(work_dir) -> dict[str, int]:
     """What a build's work directory journalled over its forward ages: ``{"crossing": afterstates sent to other
-    workers, "handed_off": states handed to new owners, "moved_keys": keys moved}`` (each crossing afterstate and
-    each state handed off travels once as an ID and once as a value)."""
+    workers, "handed_off": states handed to other workers (their keys moved, or their column's part is another's),
+    "moved_keys": keys moved, "split_keys": columns split}`` (each crossing afterstate and each state handed off
+    travels once as an ID and once as a value)."""
     extras = [entry.get("extra", {}) for entry in journal_entries(work_dir)]
     total = {name: sum(e.get(name, 0) for e in extras) for name in ("crossing", "handed_off")}
-    return {**total, "moved_keys": sum(len(e.get("moved_keys", [])) for e in extras)}
+    counted = {name: sum(len(e.get(name, [])) for e in extras) for name in ("moved_keys", "split_keys")}
+    return {**total, **counted}

@@ -1,10 +1,18 @@
 """Material keys of packed boards, and which worker owns each key.
 
 ``material_key`` writes the multiset of exponents >= ``low`` of a board as one number: the count of exponent e in
-base-17 digit ``e - low`` (a count is at most 16; 13 digits stay below 2**64).
+base-17 digit ``e - low`` (a count is at most 16; 13 digits stay below 17**13 < 2**54).
+
+A column too large for one worker is *split* across a group of ``g`` workers: its boards are cut by a hash of the
+board into ``g`` parts, whose keys carry the part's number in the top byte (``key | part << PART_SHIFT``; part 0 is
+the material key itself, so a column that is never split keeps its key).  Spawns stay in the column but may then
+land in another part: the spawning worker hands those children to their part's owner, as it hands off the states
+of a key that moved.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import numba
 import numpy as np
@@ -12,6 +20,12 @@ import numpy as np
 _BASE = np.uint64(17)
 #: Owner of a key the assignment does not hold yet.
 UNASSIGNED = -1
+#: A part's number sits above the material key's 54 bits.
+PART_SHIFT = 56
+#: The most parts a column can be split into (the part's number fills the top byte).
+MAX_PARTS = 256
+_MATERIAL_MASK = np.uint64((1 << PART_SHIFT) - 1)
+_HASH = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the board's bits spread into the high half
 
 
 @numba.njit(cache=True, inline="always")
@@ -34,6 +48,35 @@ def material_keys(ids, cells, low):
     return out
 
 
+@numba.njit(cache=True, inline="always")
+def part_of(b, parts):
+    """Which of ``parts`` parts a board ``b`` (``uint64``) of a split column belongs to: a hash, the same in every
+    process."""
+    return ((b * _HASH) >> np.uint64(32)) % np.uint64(parts)
+
+
+@numba.njit(cache=True)
+def part_keys(ids, cells, low, split_keys, split_parts):
+    """``uint64[n]``: the key of every board of ``ids`` (``uint64[n]``): its material key, with the board's part
+    in the top byte if that key is in the sorted ``split_keys`` (``uint64[s]``; ``split_parts``, ``int64[s]``:
+    how many parts each has)."""
+    out = np.empty(ids.shape[0], np.uint64)
+    n_split = split_keys.shape[0]
+    for i in range(ids.shape[0]):
+        key = material_key(ids[i], cells, low)
+        if n_split:
+            j = np.searchsorted(split_keys, key)
+            if j < n_split and split_keys[j] == key:
+                key |= part_of(ids[i], split_parts[j]) << np.uint64(PART_SHIFT)
+        out[i] = key
+    return out
+
+
+def material_of(keys) -> np.ndarray:
+    """``uint64[n]``: the material key of each (part) key of ``keys``."""
+    return np.asarray(keys, np.uint64) & _MATERIAL_MASK
+
+
 def key_counts(ids: np.ndarray, cells: int, low: int) -> dict[int, int]:
     """``{material key: number of boards}`` of the boards ``ids`` (``uint64[n]``)."""
     keys, counts = np.unique(material_keys(ids, cells, low), return_counts=True)
@@ -45,9 +88,11 @@ class Assignment:
 
     A key is assigned when it first appears (:meth:`assign`), and may move to another worker at a later age to even
     out that age's work (:meth:`rebalance`); the driver sends both to every worker, which applies them
-    (:meth:`apply`)."""
+    (:meth:`apply`).  A column larger than one worker's share of an age is split into parts (:meth:`split`; the
+    sorted ``split_keys``, ``uint64[s]``, with ``split_parts``, ``int64[s]``), each part a key of its own from then
+    on; a column is split once."""
 
-    def __init__(self, n_workers: int, low: int, keys=None, owners=None):
+    def __init__(self, n_workers: int, low: int, keys=None, owners=None, split_keys=None, split_parts=None):
         if n_workers < 1:
             raise ValueError(f"the number of workers must be at least 1, got {n_workers}")
         if low < 3:
@@ -56,6 +101,68 @@ class Assignment:
         self.n_workers, self.low = int(n_workers), int(low)
         self.keys = np.asarray(keys if keys is not None else [], np.uint64)
         self.owners = np.asarray(owners if owners is not None else [], np.int64)
+        self.split_keys, self.split_parts = np.empty(0, np.uint64), np.empty(0, np.int64)
+        self.apply_splits(split_keys if split_keys is not None else [], split_parts if split_parts is not None else [])
+
+    def keys_of(self, ids: np.ndarray, cells: int) -> np.ndarray:
+        """``uint64[n]``: the key of each board of ``ids`` (``uint64[n]``): its material key, or its part's key
+        if that column is split."""
+        return part_keys(ids, cells, self.low, self.split_keys, self.split_parts)
+
+    def parts_of(self, key: int) -> list[int]:
+        """Every part's key of the column of ``key`` (the key itself if that column is not split)."""
+        material = int(material_of([key])[0])
+        j = int(np.searchsorted(self.split_keys, np.uint64(material)))
+        if j < self.split_keys.size and int(self.split_keys[j]) == material:
+            return [material | p << PART_SHIFT for p in range(int(self.split_parts[j]))]
+        return [material]
+
+    def owners_reached(self, keys) -> set[int]:
+        """The owners of every part of the columns of ``keys``: where a worker's afterstates of those keys may go,
+        as the driver and the worker both reckon it (a column split in this age was expanded as one key)."""
+        parts = [p for k in {int(k) for k in material_of(keys)} for p in self.parts_of(k)]
+        return {int(o) for o in self.owners_of_keys(parts)}
+
+    def split(self, key_work: dict[int, int], threshold: float) -> tuple[np.ndarray, np.ndarray, dict[int, int]]:
+        """Split each column of ``key_work`` (key -> its work in this age) not split yet whose work exceeds
+        ``threshold`` times an even share of the age: into ``ceil(work / even share)`` parts, at least 2 and at most
+        ``n_workers``.  Part 0 keeps the column's key and owner; the others are new keys.  Returns the columns split,
+        their parts, and ``key_work`` with each split column's work shared evenly among its parts (the estimate
+        :meth:`assign` and :meth:`rebalance` weigh this age by)."""
+        if threshold <= 0:
+            raise ValueError(f"the splitting threshold must be > 0 (a multiple of an even share), got {threshold}")
+        total = sum(key_work.values())
+        even = total / self.n_workers
+        split, parts = [], []
+        if self.n_workers > 1 and total:
+            for key in sorted(key_work):
+                whole = key == int(material_of([key])[0]) and len(self.parts_of(key)) == 1
+                if whole and key_work[key] > threshold * even:
+                    split.append(key)
+                    parts.append(min(self.n_workers, MAX_PARTS, max(2, int(np.ceil(key_work[key] / even)))))
+        new = np.array(split, np.uint64), np.array(parts, np.int64)
+        self.apply_splits(*new)
+        out = dict(key_work)
+        for key, n in zip(split, parts, strict=True):
+            work = out.pop(key)
+            for p, part in enumerate(self.parts_of(key)):
+                out[part] = work // n + (work % n if p == 0 else 0)
+        return *new, out
+
+    def apply_splits(self, keys, parts) -> None:
+        """Split the columns ``keys`` (material keys, ``uint64[s]``) into ``parts`` (``int64[s]``) parts each."""
+        keys, parts = np.asarray(keys, np.uint64), np.asarray(parts, np.int64)
+        if not keys.size:
+            return
+        if np.any((parts < 2) | (parts > MAX_PARTS)):
+            raise ValueError(f"a column splits into 2..{MAX_PARTS} parts, got {sorted(set(parts.tolist()))}")
+        if np.any(material_of(keys) != keys):
+            raise ValueError("only a material key (part 0) can be split")
+        joined = np.concatenate([self.split_keys, keys])
+        order = np.argsort(joined, kind="stable")
+        if np.any(joined[order][1:] == joined[order][:-1]):
+            raise ValueError("a column was split twice")
+        self.split_keys, self.split_parts = joined[order], np.concatenate([self.split_parts, parts])[order]
 
     def owners_of_keys(self, keys) -> np.ndarray:
         """``int64[n]``: the owner of each material key of ``keys``; :data:`UNASSIGNED` for a key not assigned."""
@@ -69,7 +176,7 @@ class Assignment:
 
     def owners_of(self, ids: np.ndarray, cells: int) -> np.ndarray:
         """``int64[n]``: the owner of each board of ``ids`` (``uint64[n]``); :data:`UNASSIGNED` for a new key."""
-        return self.owners_of_keys(material_keys(ids, cells, self.low))
+        return self.owners_of_keys(self.keys_of(ids, cells))
 
     def assign(self, key_work: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
         """Give each key of ``key_work`` (key -> its boards in this age) not yet assigned to a worker: largest
@@ -144,12 +251,44 @@ class Assignment:
             raise ValueError("a material key was assigned twice")
 
     def copy(self) -> Assignment:
-        return Assignment(self.n_workers, self.low, self.keys.copy(), self.owners.copy())
+        return Assignment(self.n_workers, self.low, self.keys.copy(), self.owners.copy(), self.split_keys.copy(),
+                          self.split_parts.copy())  # fmt: skip
 
     def to_json(self) -> dict:
         return {"n_workers": self.n_workers, "low": self.low, "keys": [str(int(k)) for k in self.keys],
-                "owners": [int(o) for o in self.owners]}  # fmt: skip
+                "owners": [int(o) for o in self.owners], "split_keys": [str(int(k)) for k in self.split_keys],
+                "split_parts": [int(p) for p in self.split_parts]}  # fmt: skip
 
     @classmethod
     def from_json(cls, data: dict) -> Assignment:
-        return cls(data["n_workers"], data["low"], [int(k) for k in data["keys"]], data["owners"])
+        return cls(data["n_workers"], data["low"], [int(k) for k in data["keys"]], data["owners"],
+                   [int(k) for k in data.get("split_keys", [])], data.get("split_parts", []))  # fmt: skip
+
+
+def _uint64s() -> np.ndarray:
+    return np.empty(0, np.uint64)
+
+
+def _int64s() -> np.ndarray:
+    return np.empty(0, np.int64)
+
+
+@dataclass
+class Changes:
+    """What the driver decided in one age (or several, on resume), for every worker to apply to its assignment: the
+    columns split (``split_keys`` ``uint64[s]``, ``split_parts`` ``int64[s]``), then the keys assigned or moved
+    (``keys`` ``uint64[k]``, ``owners`` ``int64[k]``; each key once)."""
+
+    keys: np.ndarray = field(default_factory=_uint64s)
+    owners: np.ndarray = field(default_factory=_int64s)
+    split_keys: np.ndarray = field(default_factory=_uint64s)
+    split_parts: np.ndarray = field(default_factory=_int64s)
+
+    def __post_init__(self):
+        self.keys, self.owners = np.asarray(self.keys, np.uint64), np.asarray(self.owners, np.int64)
+        self.split_keys = np.asarray(self.split_keys, np.uint64)
+        self.split_parts = np.asarray(self.split_parts, np.int64)
+
+    def apply_to(self, assignment: Assignment) -> None:
+        assignment.apply_splits(self.split_keys, self.split_parts)
+        assignment.apply(self.keys, self.owners)

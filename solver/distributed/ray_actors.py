@@ -19,7 +19,7 @@ import numpy as np
 
 from ..spec import SolveSpec
 from .column import ColumnWorker
-from .material import Assignment
+from .material import Assignment, Changes
 from .session import Machine, import_ray
 
 #: Seconds an actor waits for its peers' deliveries of one age before it gives up (a peer died).
@@ -102,8 +102,8 @@ class ColumnActor:
     def seed(self, starts: np.ndarray):
         return self.worker.seed(starts)
 
-    def resume_forward(self, starts: np.ndarray, finished: list, keys: np.ndarray, owners: np.ndarray):
-        return self.worker.resume_forward(starts, finished, keys, owners)
+    def resume_forward(self, starts: np.ndarray, finished: list, changes: Changes):
+        return self.worker.resume_forward(starts, finished, changes)
 
     def expand(self, age: int) -> dict:
         out = self.worker.expand(age)
@@ -119,14 +119,14 @@ class ColumnActor:
         with self.arrived:
             self.worker.receive_handoff(age, source, ids)
 
-    def exchange_and_spawn(self, age: int, keys: np.ndarray, owners: np.ndarray, sources: list) -> tuple:
-        """Take the keys assigned or moved in ``age``, send the crossing afterstates of ``age`` to their owners'
-        actors, wait for those of ``sources``, spawn, and hand the moved keys' states of age + 2 to their new
-        owners' actors (delivered before this returns, so before any actor expands age + 2) -> ``(crossing
-        afterstates sent, spawn result)``."""
+    def exchange_and_spawn(self, age: int, changes: Changes, sources: list) -> tuple:
+        """Take the columns split and the keys assigned or moved in ``age``, send the crossing afterstates of
+        ``age`` to their owners' actors, wait for those of ``sources``, spawn, and hand the states of age + 2 that
+        other workers own now to their actors (delivered before this returns, so before any actor expands age + 2)
+        -> ``(crossing afterstates sent, spawn result)``."""
         ray = import_ray()
         worker, epoch = self.worker, self.epoch
-        out = worker.send_crossing(age, keys, owners)
+        out = worker.send_crossing(age, changes)
         ray.get([self.peers[w].receive_crossing.remote(age, self.index, ids) for w, ids in out.items()])
         self._wait_for("crossing afterstates", age, epoch, lambda: worker.received.get(age, {}), sources)
         spawned = worker.spawn(age)
@@ -238,14 +238,14 @@ class RayWorkers:
     def seed(self, starts: list[np.ndarray]) -> list[int | None]:
         return self._gather([a.seed.remote(s) for a, s in zip(self.actors, starts, strict=True)])
 
-    def resume_forward(self, starts: np.ndarray, finished: list[int], keys, owners) -> list[int | None]:
-        return self._all("resume_forward", starts, finished, keys, owners)
+    def resume_forward(self, starts: np.ndarray, finished: list[int], changes: Changes) -> list[int | None]:
+        return self._all("resume_forward", starts, finished, changes)
 
     def expand(self, age: int) -> list[dict]:
         return self._all("expand", age)
 
-    def exchange_and_spawn(self, age: int, new_keys: np.ndarray, new_owners: np.ndarray, sources) -> tuple:
-        out = self._gather([a.exchange_and_spawn.remote(age, new_keys, new_owners, s)
+    def exchange_and_spawn(self, age: int, changes: Changes, sources) -> tuple:
+        out = self._gather([a.exchange_and_spawn.remote(age, changes, s)
                             for a, s in zip(self.actors, sources, strict=True)])  # fmt: skip
         return sum(sent for sent, _ in out), [spawned for _, spawned in out]
 
