@@ -340,7 +340,7 @@ def main(argv=None) -> int:
         default=None,
         metavar="SHARES|off",
         help="ray: split a column whose afterstates in an age exceed SHARES times an even share of the age across "
-        "ceil(its share) machines, by a hash of the board (default 1.05); off: a column stays whole",
+        "every machine, by a hash of the board (default 1.05); off: a column stays whole",
     )
     p.set_defaults(fn=cmd_build)
 

@@ -39,22 +39,22 @@ def test_new_keys_go_to_the_least_loaded_worker_largest_first_and_never_move():
 
 
 def test_a_column_larger_than_an_even_share_splits_into_parts_that_keep_their_boards():
-    """A key over the threshold splits into ceil(its work / an even share) parts (at least 2, at most the workers);
-    part 0 keeps the key and its owner, the new parts are assigned like new keys, and each board's part is a
-    hash of the board: stable, below the parts, and the column's material key underneath."""
+    """A key over the threshold splits into one part per worker; part 0 keeps the key and its owner, the new parts
+    are assigned like new keys, and each board's part is a hash of the board: stable, below the parts, and the
+    column's material key underneath."""
     a = Assignment(4, 3)
     a.assign({5: 10, 7: 50})
     keys, parts, work = a.split({5: 10, 7: 50, 9: 20}, threshold=1.05)  # an even share is 20: key 7 is 2.5 shares
-    assert keys.tolist() == [7] and parts.tolist() == [3]
-    assert sorted(a.parts_of(7)) == [7, 7 | 1 << PART_SHIFT, 7 | 2 << PART_SHIFT]
+    assert keys.tolist() == [7] and parts.tolist() == [4]
+    assert sorted(a.parts_of(7)) == [7 | p << PART_SHIFT for p in range(4)]
     assert sum(work[k] for k in a.parts_of(7)) == 50 and work[5] == 10 and 7 in work
     owner = int(a.owners_of_keys([7])[0])
     new_keys, _ = a.assign(work)
-    assert set(new_keys.tolist()) == {9, 7 | 1 << PART_SHIFT, 7 | 2 << PART_SHIFT}
-    assert int(a.owners_of_keys([7])[0]) == owner and len(a.owners_reached([7])) == 3
+    assert set(new_keys.tolist()) == {9} | {7 | p << PART_SHIFT for p in (1, 2, 3)}
+    assert int(a.owners_of_keys([7])[0]) == owner and len(a.owners_reached([7])) == 3  # loads 12, 10, 0, 0 first
     assert a.split({7: 500, 5: 1}, threshold=1.05)[0].size == 0  # a column is split once
     assert Assignment(1, 3).split({5: 10}, threshold=0.5)[0].size == 0  # one worker: nothing to split across
-    assert a.split({11: 1, 13: 3}, threshold=0.1)[1].tolist() == [2, 3]  # even share 1: at least two parts
+    assert a.split({11: 1, 13: 3}, threshold=1.05)[0].tolist() == [13]  # an even share is 1
     with pytest.raises(ValueError, match="> 0"):
         a.split({5: 1}, threshold=0)
     with pytest.raises(ValueError, match="split twice"):

@@ -114,7 +114,21 @@ def test_critical_path_replays_the_drivers_assignment_by_hand():
     one = replay(ages, 8, 1)
     assert [x.busiest for x in one] == [14, 16] and all(x.exchange_bytes == 0 for x in one)
     # a Ray run that took exactly the model's time at the local build's rate has no overhead
-    assert calibrate(ages, 8, local_seconds=15.0, ray_seconds=19.0, tolerance=None)["overhead"] == 1.0
+    assert calibrate(ages, 8, local_seconds=15.0, ray_seconds=19.0, tolerance=None, split=None)["overhead"] == 1.0
+
+
+def test_critical_path_replays_a_split_column_by_hand():
+    """A column of 10 of the age's 12 afterstates on two machines (an even share is 6) splits in two halves, each
+    on a machine; the small column joins the first.  Half of the split column's states are spawned by an
+    afterstate of the other part (an ID forward and a value back, 8 B each, on both machines' NICs)."""
+    from experiments.scale.critical_path import replay
+
+    ages = {10: row([0, 1], [4, 0], [10, 2], [])}
+    (whole,) = replay(ages, 8, 2, tolerance=None, split=None)
+    assert (whole.busiest, whole.exchange_bytes, whole.busiest_nic_bytes) == (14, 0, 0)
+    (split,) = replay(ages, 8, 2, tolerance=None, split=1.05)
+    assert (split.busiest, split.busiest_states, split.busiest_afterstates) == (9, 2, 7)
+    assert (split.exchange_bytes, split.busiest_nic_bytes) == (2 * 16, 2 * 8)
 
 
 def test_projection_replays_measured_ages_and_models_later_ones_on_the_last_quarter():

@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.__main__ import material_low, rebalance_tolerance
-from solver.distributed.driver import DEFAULT_TOLERANCE
-from solver.distributed.material import UNASSIGNED, Assignment
+from solver.__main__ import material_low, rebalance_tolerance, split_threshold
+from solver.distributed.driver import DEFAULT_SPLIT, DEFAULT_TOLERANCE
+from solver.distributed.material import UNASSIGNED, Assignment, material_of
 
 from .material import load_ages
 
@@ -60,12 +60,39 @@ class AgeLoad:
         return self.states + self.afterstates
 
 
-def replay(ages: dict[int, dict], tile: int, machines: int, tolerance: float | None = None) -> list[AgeLoad]:
+def distribution(assignment: Assignment, keys, machines: int) -> np.ndarray:
+    """``float64[k, machines]``: the share of each material key's boards on each machine (its parts' owners, a
+    part each ``1 / parts`` of the column, as the hash spreads them); a row of zeros for a key not assigned."""
+    out = np.zeros((len(keys), machines))
+    for i, key in enumerate(keys):
+        parts = assignment.parts_of(int(key))
+        owners = assignment.owners_of_keys(parts)
+        if np.all(owners != UNASSIGNED):
+            np.add.at(out[i], owners, 1.0 / len(parts))
+    return out
+
+
+def spread(assignment: Assignment, key_work: dict[int, int]) -> dict[int, int]:
+    """``key_work`` by material key -> by the keys the driver weighs: a split column's work shared evenly among
+    its parts (the share the hash gives them)."""
+    out = {}
+    for key, work in key_work.items():
+        parts = assignment.parts_of(key)
+        for p, part in enumerate(parts):
+            out[part] = work // len(parts) + (work % len(parts) if p == 0 else 0)
+    return out
+
+
+def replay(ages: dict[int, dict], tile: int, machines: int, tolerance: float | None = None,
+           split: float | None = None) -> list[AgeLoad]:  # fmt: skip
     """Each age of the histogram ``ages`` (``{age: row}``, as :func:`experiments.scale.material.load_ages` reads
     it) on ``machines`` machines at threshold ``tile``, keys assigned as the distributed driver assigns them.
     With a ``tolerance``, keys are also moved between machines at every age as the driver moves them
     (:meth:`Assignment.rebalance`), and a moved key's states of that age count as exchanged (an ID forward, a value
-    backward: the driver sends its afterstates of that age and hands off its states of the next)."""
+    backward: the driver sends its afterstates of that age and hands off its states of the next).  With ``split``,
+    a column whose work exceeds that many even shares is split as the driver splits it (:meth:`Assignment.split`),
+    each part holding an equal share of the column; its states whose part is not their parent afterstate's count as
+    exchanged (a spawn handed to another part's owner: an ID forward, a value backward)."""
     low = material_low(int(tile), "--tile")
     assignment = Assignment(machines, low)
     out = []
@@ -78,36 +105,46 @@ def replay(ages: dict[int, dict], tile: int, machines: int, tolerance: float | N
         owners = assignment.owners_of_keys(keys)
         # the driver weighs keys by their expanded afterstates; a key with states only is new only at the start
         weight = np.where(after > 0, after, np.where(owners == UNASSIGNED, states, 0))
-        assignment.assign({int(k): int(w) for k, w, a, o in zip(keys, weight, after, owners, strict=True)
-                           if a > 0 or o == UNASSIGNED})  # fmt: skip
-        moved = 0
+        key_work = {int(k): int(w) for k, w, a, o in zip(keys, weight, after, owners, strict=True)
+                    if a > 0 or o == UNASSIGNED}  # fmt: skip
+        if split is not None:
+            assignment.split(spread(assignment, key_work), split)
+        assignment.assign(spread(assignment, key_work))
+        moved = 0.0
         if tolerance is not None:
             # weighed as the driver weighs them: by the afterstates of the age
-            moved_keys, _ = assignment.rebalance({int(k): int(a) for k, a in zip(keys, after, strict=True) if a > 0},
-                                                 tolerance)  # fmt: skip
-            moved = int(states[np.isin(keys, moved_keys)].sum())
-        owners = assignment.owners_of_keys(keys)
-        load_states = np.bincount(owners, weights=states, minlength=machines).astype(np.int64)
-        load_after = np.bincount(owners, weights=after, minlength=machines).astype(np.int64)
+            by_after = spread(assignment, {int(k): int(a) for k, a in zip(keys, after, strict=True) if a > 0})
+            moved_keys, _ = assignment.rebalance(by_after, tolerance)
+            row_of = {int(k): i for i, k in enumerate(keys)}
+            for part in moved_keys:
+                moved += states[row_of[int(material_of([part])[0])]] / len(assignment.parts_of(int(part)))
+        share = distribution(assignment, keys, machines)
+        load_states, load_after = states @ share, after @ share
         busiest = int(np.argmax(load_states + load_after))
-        nic = np.zeros(machines, np.int64)
-        exchanged = 0
+        # spawns into another part of a split column: each such state once, an ID forward and a value back
+        spawn_far = states * (1 - (share**2).sum(axis=1))
+        nic = (states[:, None] * share * (1 - share)).sum(axis=0) * 2
+        exchanged = float(spawn_far.sum())
         if row["pairs"]:
             pairs = np.asarray([[int(a), int(b), int(n)] for a, b, n in row["pairs"]], dtype=object)
-            source = assignment.owners_of_keys(np.asarray(pairs[:, 0], np.uint64))
-            target = assignment.owners_of_keys(np.asarray(pairs[:, 1], np.uint64))
-            count = np.asarray(pairs[:, 2], np.int64)
-            far = (source != target) & (target != UNASSIGNED)  # a key no afterstate has: a won game, no value
-            exchanged = int(count[far].sum())
-            nic += np.bincount(source[far], weights=count[far], minlength=machines).astype(np.int64)
-            nic += np.bincount(target[far], weights=count[far], minlength=machines).astype(np.int64)
+            ends = np.asarray(pairs[:, :2], np.uint64)
+            count = np.asarray(pairs[:, 2], np.float64)
+            index = {int(k): i for i, k in enumerate(np.unique(ends))}
+            at = distribution(assignment, list(index), machines)
+            source = at[[index[int(k)] for k in ends[:, 0]]]
+            target = at[[index[int(k)] for k in ends[:, 1]]]
+            won = target.sum(axis=1) == 0  # a key no afterstate has: a won game, no value
+            count[won] = 0
+            exchanged += float((count * (1 - (source * target).sum(axis=1))).sum())
+            nic += (count[:, None] * source * (1 - target)).sum(axis=0)
+            nic += (count[:, None] * target * (1 - source)).sum(axis=0)
         exchanged += moved
         out.append(AgeLoad(age=age, states=int(states.sum()), afterstates=int(after.sum()),
-                           busiest=int(load_states[busiest] + load_after[busiest]),
-                           busiest_states=int(load_states[busiest]), busiest_afterstates=int(load_after[busiest]),
+                           busiest=round(load_states[busiest] + load_after[busiest]),
+                           busiest_states=round(load_states[busiest]), busiest_afterstates=round(load_after[busiest]),
                            largest_column=int((states + after).max()) if keys.size else 0,
-                           exchange_bytes=exchanged * (ID_BYTES + VALUE_BYTES),
-                           busiest_nic_bytes=(int(nic.max()) + moved) * ID_BYTES))  # fmt: skip
+                           exchange_bytes=round(exchanged * (ID_BYTES + VALUE_BYTES)),
+                           busiest_nic_bytes=round((nic.max() + moved) * ID_BYTES)))  # fmt: skip
     return out
 
 
@@ -147,12 +184,12 @@ def modelled_load(age: int, states: int, afterstates: int, model: dict, machines
 
 
 def calibrate(ages: dict[int, dict], tile: int, local_seconds: float, ray_seconds: float, workers: int = 2,
-              tolerance: float | None = DEFAULT_TOLERANCE) -> dict:  # fmt: skip
+              tolerance: float | None = DEFAULT_TOLERANCE, split: float | None = DEFAULT_SPLIT) -> dict:  # fmt: skip
     """The model's ``overhead`` from one build measured on this machine: the local build on ``workers`` threads
     (its rate per core-second is the model's rate) against the Ray build on ``workers`` one-CPU nodes (keys moved
     with ``tolerance``, as that build moved them), network free (loopback).  Returns the rate, the modelled and
     the measured Ray seconds, and their ratio."""
-    loads = replay(ages, tile, workers, tolerance)
+    loads = replay(ages, tile, workers, tolerance, split)
     rate = sum(x.work for x in loads) / (local_seconds * workers)
     modelled = seconds(loads, cores=1, rate=rate, nic_gbps=None)["total_s"]
     return {"rate_per_core_second": rate, "modelled_ray_s": modelled, "measured_ray_s": ray_seconds,
@@ -176,13 +213,23 @@ def _tolerance(text: str) -> float | None:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def _split(text: str) -> float | None:
+    try:
+        return split_threshold(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def add_model_args(parser: argparse.ArgumentParser, rate_required: bool = True) -> None:
-    """The model's options shared by the projections: --tile, --rebalance, --rate, --overhead, --cores,
+    """The model's options shared by the projections: --tile, --rebalance, --split, --rate, --overhead, --cores,
     --machines, --nic-gbps."""
     parser.add_argument("--tile", type=_tile, default=8, help="the material threshold T (default 8)")
     parser.add_argument("--rebalance", type=_tolerance, default=DEFAULT_TOLERANCE, metavar="TOL|off",
                         help="move keys at every age while the busiest machine exceeds an even share by more than "
                         f"TOL, as the driver does (default {DEFAULT_TOLERANCE}, the driver's); off: never")  # fmt: skip
+    parser.add_argument("--split", type=_split, default=DEFAULT_SPLIT, metavar="SHARES|off",
+                        help="split a column larger than SHARES even shares of an age across machines, as the driver "
+                        f"does (default {DEFAULT_SPLIT}, the driver's); off: never")  # fmt: skip
     parser.add_argument("--rate", type=float, required=rate_required, default=None,
                         help="states + afterstates per core-second of the whole build")  # fmt: skip
     parser.add_argument("--overhead", type=float, default=1.0, help="from critical_path --calibrate (default 1)")
@@ -204,7 +251,7 @@ def main(argv=None) -> dict:
     out: dict = {"tile": args.tile, "cores": args.cores, "machines": {}}
     rate, overhead = args.rate, args.overhead
     if args.calibrate:
-        cal = calibrate(ages, args.tile, *args.calibrate, tolerance=args.rebalance)
+        cal = calibrate(ages, args.tile, *args.calibrate, tolerance=args.rebalance, split=args.split)
         out["calibration"] = cal
         rate = rate or cal["rate_per_core_second"]
         overhead = cal["overhead"]
@@ -214,7 +261,7 @@ def main(argv=None) -> dict:
     if rate is None:
         parser.error("give --rate or --calibrate")
     for m in args.machines:
-        loads = replay(ages, args.tile, m, args.rebalance)
+        loads = replay(ages, args.tile, m, args.rebalance, args.split)
         s = summary(loads, m)
         t = seconds(loads, args.cores, rate, args.nic_gbps, overhead)
         out["machines"][m] = {**s, **t}

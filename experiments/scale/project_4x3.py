@@ -36,7 +36,16 @@ from experiments.bench.tables import AFTERSTATES_4X3, PUBLISHED_4X3
 from solver.build import HOLD_BYTES
 from solver.value_index import MAX_LOAD, table_bits
 
-from .critical_path import DEFAULT_TOLERANCE, AgeLoad, add_model_args, modelled_load, replay, seconds, summary
+from .critical_path import (
+    DEFAULT_SPLIT,
+    DEFAULT_TOLERANCE,
+    AgeLoad,
+    add_model_args,
+    modelled_load,
+    replay,
+    seconds,
+    summary,
+)
 from .material import load_ages
 
 HOUR = 3600.0
@@ -99,13 +108,13 @@ def check_counts(ages: dict[int, dict], published: np.ndarray) -> int:
 
 def project(ages: dict[int, dict], tile: int, machines: list[int], cores: int, rate: float, overhead: float,
             nic_gbps: float, published: np.ndarray, fraction: float = 0.25,
-            tolerance: float | None = DEFAULT_TOLERANCE) -> dict:  # fmt: skip
+            tolerance: float | None = DEFAULT_TOLERANCE, split: float | None = DEFAULT_SPLIT) -> dict:  # fmt: skip
     agreed = check_counts(ages, published)
-    out = {"tile": tile, "rebalance": tolerance, "cores": cores, "rate": rate, "overhead": overhead,
+    out = {"tile": tile, "rebalance": tolerance, "split": split, "cores": cores, "rate": rate, "overhead": overhead,
            "nic_gbps": nic_gbps,
            "measured_ages": [min(ages), max(ages)], "agrees_with_published_to_age": agreed, "machines": {}}  # fmt: skip
     for m in machines:
-        replayed = replay(ages, tile, m, tolerance)
+        replayed = replay(ages, tile, m, tolerance, split)
         loads, model = extend(replayed, published, m, fraction, kept=agreed, afterstates_total=AFTERSTATES_4X3)
         t = seconds(loads, cores, rate, nic_gbps, overhead)
         peak = max(loads, key=lambda x: x.busiest)
@@ -135,7 +144,7 @@ def main(argv=None) -> dict:
     if not 0 < args.model_fraction <= 1:
         parser.error(f"--model-fraction must be in (0, 1], got {args.model_fraction}")
     out = project(ages, args.tile, args.machines, args.cores, args.rate, args.overhead, args.nic_gbps, published,
-                  args.model_fraction, args.rebalance)  # fmt: skip
+                  args.model_fraction, args.rebalance, args.split)  # fmt: skip
     agreed = out["agrees_with_published_to_age"]
     print(f"histogram: ages {min(ages)}-{max(ages)} at T = {args.tile}; its states agree with seed 000's to age "
           f"{agreed}{' (another game: a stand-in)' if agreed < max(ages) else ''}")  # fmt: skip

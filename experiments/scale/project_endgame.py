@@ -107,7 +107,7 @@ def main(argv=None) -> None:
     g_low, g_high = min(growth), max(growth)
     print(f"444-2048 = 444-{base['target']} x g^{doublings}, g = {g_low:.2f} ... {g_high:.2f}")
     ages = load_ages(args.histogram)
-    models = {m: summary(replay(ages, args.tile, m, args.rebalance), m) for m in args.machines}
+    models = {m: summary(replay(ages, args.tile, m, args.rebalance, args.split), m) for m in args.machines}
     for m, model in models.items():
         print(f"histogram on {m} machines: imbalance {model['imbalance']:.3f}, exchange "
               f"{model['exchange_bytes_per_item']:.2f} B per item (busiest NIC "
