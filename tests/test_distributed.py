@@ -258,6 +258,9 @@ def test_material_balance_reads_each_workers_seconds_from_the_journal(tmp_path, 
     assert got["forward"]["ages"] == got["backward"]["ages"] == len(work.forward_counts)
     for p in ("forward", "backward"):
         assert got[p]["busiest_s"] >= got[p]["even_s"] > 0 and got[p]["all_s"] == pytest.approx(3 * got[p]["even_s"])
+        # one process runs the workers in turn: its wall holds all their seconds; max(A) + max(B) >= max(A + B)
+        assert got[p]["wall_s"] >= got[p]["all_s"] * 0.99
+        assert got[p]["barrier_path_s"] >= got[p]["busiest_s"] - 0.002 * got[p]["ages"]  # each rounded to 1 ms
     assert got["critical_path_s"] <= got["all_work_s"]
     assert got["crossing"] == journal_total(work, "crossing") and got["moved_keys"] == journal_total(work, "moved_keys")
     assert main(["--journal", str(tmp_path / "t.work")]) == got

@@ -29,21 +29,48 @@ from solver.workdir import journal_entries
 
 def balance(work_dir) -> dict:
     """Per pass, the busiest worker's seconds summed over ages, the even share, and their ratio (the imbalance),
-    with the critical path (both passes' busiest) and all the workers' seconds, from a work directory's journal."""
+    with the critical path (both passes' busiest) and all the workers' seconds, from a work directory's journal.
+    Where the journal has them (``first_s``, ``wall_s``): the critical path with the barrier inside each age (the
+    busiest worker before the exchange plus the busiest after it), and the driver's wall seconds of the ages'
+    steps; what the wall adds to the barrier's path is the exchange and the calls' own cost."""
     lines = journal_entries(work_dir)
-    passes = {"forward": [x["extra"]["busy_s"] for x in lines if "busy_s" in x.get("extra", {})],
-              "backward": [x["code"]["busy_s"] for x in lines if "busy_s" in x.get("code", {})]}  # fmt: skip
+    passes = {"forward": [x["extra"] for x in lines if "busy_s" in x.get("extra", {})],
+              "backward": [x["code"] for x in lines if "busy_s" in x.get("code", {})]}  # fmt: skip
     out: dict = {}
-    for name, rows in passes.items():
-        if not rows:
+    for name, ages in passes.items():
+        if not ages:
             raise ValueError(f"{work_dir}: the journal has no {name} ages with each worker's seconds (busy_s)")
+        rows = [a["busy_s"] for a in ages]
         busiest, total = sum(max(r) for r in rows), sum(sum(r) for r in rows)
         even = total / len(rows[0])
         out[name] = {"ages": len(rows), "busiest_s": busiest, "even_s": even, "all_s": total,
                      "imbalance": busiest / even if even else 1.0}  # fmt: skip
+        if all("first_s" in a and "wall_s" in a for a in ages):
+            out[name]["barrier_path_s"] = sum(
+                max(a["first_s"]) + max(b - f for b, f in zip(a["busy_s"], a["first_s"], strict=True)) for a in ages
+            )
+            out[name]["wall_s"] = sum(a["wall_s"] for a in ages)
+            out[name]["write_wait_s"] = sum(a.get("write_wait_s", 0.0) for a in ages)
     out["critical_path_s"] = out["forward"]["busiest_s"] + out["backward"]["busiest_s"]
     out["all_work_s"] = out["forward"]["all_s"] + out["backward"]["all_s"]
     return {**out, **exchanged_boards(work_dir)}
+
+
+def describe(report: dict) -> str:
+    """The report in a few lines."""
+    lines = []
+    for name in ("forward", "backward"):
+        p = report[name]
+        line = f"{name}: busiest {p['busiest_s']:.1f} s, even share {p['even_s']:.1f} s ({p['imbalance']:.3f}x)"
+        if "wall_s" in p:
+            line += (f"; with the barrier inside each age {p['barrier_path_s']:.1f} s; the driver's wall "
+                     f"{p['wall_s']:.1f} s" + (f" + waiting for writes {p['write_wait_s']:.1f} s" if name == "backward"
+                                               else ""))  # fmt: skip
+        lines.append(line)
+    lines.append(f"critical path {report['critical_path_s']:.1f} s of {report['all_work_s']:.1f} s of work; crossing "
+                 f"{report['crossing']:,}, handed off {report['handed_off']:,}, moved {report['moved_keys']:,}, "
+                 f"columns split {report['split_keys']:,}")  # fmt: skip
+    return "\n".join(lines)
 
 
 def main(argv=None) -> dict:
@@ -72,12 +99,7 @@ def main(argv=None) -> dict:
             report = {"board": args.board, "objective": args.objective, "workers": args.workers,
                       "material_tile": args.material_tile, "rebalance": tolerance, "split": split, "wall_s": wall,
                       **balance(Path(tmp) / "t.work")}  # fmt: skip
-    f, b = report["forward"], report["backward"]
-    print(f"forward: busiest {f['busiest_s']:.1f} s, even share {f['even_s']:.1f} s ({f['imbalance']:.3f}x); "
-          f"backward: busiest {b['busiest_s']:.1f} s, even share {b['even_s']:.1f} s ({b['imbalance']:.3f}x); "
-          f"critical path {report['critical_path_s']:.1f} s of {report['all_work_s']:.1f} s of work; crossing "
-          f"{report['crossing']:,}, handed off {report['handed_off']:,}, moved {report['moved_keys']:,}, columns split "
-          f"{report['split_keys']:,}")  # fmt: skip
+    print(describe(report))
     if args.json:
         write_json(args.json, report)
     return report

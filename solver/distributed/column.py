@@ -8,7 +8,7 @@ forward, increasing ages::
     send_crossing(age, changes)                 -> {owner: crossing afterstates (sorted)}
                            (changes: the columns split in this age, the keys assigned or moved, their owners)
     receive_crossing(age, source, ids)          (from every other worker's send_crossing)
-    spawn(age)             -> {"afterstates", "next_age", "handed_off", "busy_s"}; the age's layers are saved
+    spawn(age)             -> {"afterstates", "next_age", "handed_off", "busy_s", "first_s"}; the layers are saved
     hand_off(age)          -> {owner: its states of age + 2 that this worker holds} (keys moved, columns split)
     receive_handoff(age, source, ids)           (from every other worker's hand_off)
 
@@ -16,7 +16,10 @@ backward, decreasing ages::
 
     value_afterstates(age) -> {source: values (float64) of the crossing afterstates it sent, in its order}
     receive_values(age, owner, values)          (from every other worker's value_afterstates)
-    value_states(age)      -> {"states", "afterstates", "busy_s"}; the values are saved
+    value_states(age)      -> {"states", "afterstates", "busy_s", "first_s"}; the values are saved
+
+``busy_s`` is the worker's seconds in the age's steps; ``first_s`` those before the exchange every worker waits for
+(expand and send_crossing; value_afterstates).
     hand_back(age)         -> {source: values of the states of age that source handed to this worker}
     receive_handback(age, owner, values)        (from every other worker's hand_back)
     write(age, out)        -> the age's table file from every worker's part (one worker per age)
@@ -234,8 +237,14 @@ class ColumnWorker:
             "afterstates": int(afterstates.size),
             "next_age": next_age,
             "handed_off": int(joined.size),
-            "busy_s": self.busy.pop(age, 0.0) + time.perf_counter() - start,
+            **self._seconds(age, start),
         }
+
+    def _seconds(self, age: int, start: float) -> dict[str, float]:
+        """The seconds of ``age``'s steps: before the exchange (``first_s``) and in all (``busy_s``), the last step
+        having started at ``start`` (``time.perf_counter()``)."""
+        first = self.busy.pop(age, 0.0)
+        return {"busy_s": first + time.perf_counter() - start, "first_s": first}
 
     def _take_moved(self, age: int) -> dict[int, np.ndarray]:
         """Take this worker's pending states of ``age`` whose keys other workers own now: ``{owner: sorted ids}``."""
@@ -350,7 +359,7 @@ class ColumnWorker:
         return {
             "states": int(states.size),
             "afterstates": int(afterstates.size),
-            "busy_s": self.busy.pop(age, 0.0) + time.perf_counter() - start,
+            **self._seconds(age, start),
         }
 
     def hand_back(self, age: int) -> dict[int, np.ndarray]:

@@ -47,6 +47,17 @@ def final_owners(keys, owners) -> tuple[np.ndarray, np.ndarray]:
     return np.array(list(last), np.uint64), np.array(list(last.values()), np.int64)
 
 
+def seconds(results: list[dict], started: float) -> dict[str, list[float] | float]:
+    """What the journal keeps of an age's seconds: each worker's in its steps (``busy_s``) and before the exchange
+    (``first_s``), from the workers' ``results``, and the driver's wall time since ``started``
+    (``time.perf_counter()``: the steps, the exchanges and the waits)."""
+    return {
+        "busy_s": [round(r["busy_s"], 3) for r in results],
+        "first_s": [round(r["first_s"], 3) for r in results],
+        "wall_s": round(time.perf_counter() - started, 3),
+    }
+
+
 class LocalWorkers:
     """The workers of a build in this process; each step runs on every worker in turn."""
 
@@ -155,6 +166,7 @@ class MaterialBuild:
         try:
             while upcoming:
                 age = min(upcoming)
+                started = time.perf_counter()
                 expanded = self.workers.expand(age)
                 key_work: dict[int, int] = {}
                 for e in expanded:
@@ -182,8 +194,7 @@ class MaterialBuild:
                     "split_parts": [int(p) for p in split_parts],
                 }
                 handed = sum(s["handed_off"] for s in spawned)
-                busy = [round(s["busy_s"], 3) for s in spawned]  # each worker's seconds on the age
-                extra = {**assigned, "crossing": sent, "handed_off": handed, "busy_s": busy}
+                extra = {**assigned, "crossing": sent, "handed_off": handed, **seconds(spawned, started)}
                 self.work.record_forward(count, extra=extra)
                 self.counts[age] = count
                 bar.update()
@@ -213,10 +224,11 @@ class MaterialBuild:
         desc = f"backward {self.spec.board} ({self.n_workers} workers)"
         bar = tqdm(total=len(self.counts), initial=len(self.counts) - len(todo), unit=" ages", desc=desc,
                    disable=not self.progress)  # fmt: skip
-        writing = None  # (age, handle, busy): the age whose table file is being written while the next settles
+        writing = None  # (age, handle, seconds): the age whose table file is being written while the next settles
         try:
             for age in todo:
-                busy = [round(v["busy_s"], 3) for v in self.workers.settle(age)]
+                started = time.perf_counter()
+                busy = seconds(self.workers.settle(age), started)
                 if writing is not None:
                     self.finish_age(table, *writing)
                     bar.update()
@@ -232,11 +244,13 @@ class MaterialBuild:
         for leftover in [*self.work.path.glob("forward/*.handoff_*"), *self.work.path.glob("backward/*.handback*")]:
             leftover.unlink()  # the first ages' hand-offs, and the empty ones after the last age
 
-    def finish_age(self, table: TableWriterV2, age: int, handle, busy: list[float]) -> None:
+    def finish_age(self, table: TableWriterV2, age: int, handle, busy: dict) -> None:
         """Once the table file of ``age`` is written (``handle`` from ``start_write``): its start values, the
         journal, and the work files no lower age reads.  Called after the next age settled, so that a writer
         codes one age while every worker values the next (as the local build's writer thread does)."""
-        code = {**self.workers.finish_write(handle), "busy_s": busy}
+        started = time.perf_counter()
+        code = self.workers.finish_write(handle)
+        code = {**code, **busy, "write_wait_s": round(time.perf_counter() - started, 3)}
         if age in self.start_ages:
             self.take_start_values(table, age)
         table.record_written(age, code["id_bytes"], code["value_bytes"])
