@@ -2,6 +2,7 @@
 
     python -m experiments.bench.ray_backend [--repeats 3] [--board 4x3] [--objective tile:7] [--machines 2]
         [--material-tile 8] [--rebalance TOL|off] [--split SHARES|off] [--kinds local,ray] [--json FILE]
+        [--keep-journals DIR]
 
 The local build is ``python -m solver build ... --layout directory --threads M`` (M = ``--machines``).  The Ray
 build runs on a ``ray.cluster_utils.Cluster`` of M one-CPU nodes on 127.0.0.1 started by this script (one worker
@@ -10,8 +11,10 @@ numba caches warm (one untimed run of each first, unless ``--no-warmup``); local
 medians of ``--repeats``.  The cluster is started before and stopped after each Ray build, outside its timing.
 Peak memory is the largest sum of the resident sizes over this script's process tree (for Ray: the cluster's
 daemons and actors too).  The exchange is read from the Ray build's journal: every crossing afterstate, and every
-state handed to a moved key's new owner, travels once as an ID (8 B, forward) and once as a value (8 B,
-backward).  The tables' dataset checksums are compared.
+state handed to another worker (a moved key's, or another part's of a split column), travels once as an ID (8 B,
+forward) and once as a value (8 B, backward).  Each Ray build's journal is read as ``material_balance`` reads it
+(the busiest worker per age, the barrier inside each age, the driver's wall).  The tables' dataset checksums are
+compared.
 """
 
 from __future__ import annotations
@@ -100,7 +103,11 @@ def main(argv=None) -> dict:
     parser.add_argument("--split", default=None, help="the Ray build's --split (default: the solver's)")
     parser.add_argument("--no-warmup", action="store_true", help="time the first run of each too (warm caches)")
     parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
+    parser.add_argument("--keep-journals", default=None, metavar="DIR",
+                        help="copy each Ray build's journal to DIR/rayN/ (python -m experiments.bench.material_balance "
+                        "--journal DIR/rayN reads it)")  # fmt: skip
     args = parser.parse_args(argv)
+    from experiments.bench.material_balance import balance, describe
     from solver.distributed.driver import exchanged_boards
     from solver.distributed.session import local_cluster, private_ray_environment
 
@@ -110,7 +117,7 @@ def main(argv=None) -> dict:
     if not kinds or set(args.kinds.split(",")) - {"local", "ray"}:
         parser.error(f"--kinds must name local, ray or both, got {args.kinds!r}")
     runs: dict[str, list[tuple]] = {k: [] for k in kinds}
-    exchanged = {}
+    exchanged, balances = {}, []
     with tempfile.TemporaryDirectory() as tmp:
         out = {"local": Path(tmp) / "local", "ray": Path(tmp) / "ray"}
         first = 1 if args.no_warmup else 0
@@ -132,6 +139,13 @@ def main(argv=None) -> dict:
                         cluster.shutdown()
                 if kind == "ray":
                     exchanged = exchanged_boards(Path(tmp) / "ray.work")
+                    if repeat:
+                        balances.append(balance(Path(tmp) / "ray.work"))
+                        print(describe(balances[-1]), flush=True)
+                        if args.keep_journals:
+                            kept = Path(args.keep_journals) / f"ray{repeat}"
+                            kept.mkdir(parents=True, exist_ok=True)
+                            shutil.copy(Path(tmp) / "ray.work" / "journal.jsonl", kept / "journal.jsonl")
                 if repeat:  # the first run of each warms the numba caches
                     runs[kind].append((wall, build_seconds(stdout), peak, *phases(stdout)))
                     print(f"{kind:>5}: {wall:6.1f} s wall ({build_seconds(stdout):.1f} s building), peak {peak:.2f} GB",
@@ -151,6 +165,7 @@ def main(argv=None) -> dict:
     }  # fmt: skip
     if "ray" in kinds:
         report.update(exchanged)
+        report["ray_balance"] = balances
         report["exchange_bytes_per_item"] = 16 * (exchanged["crossing"] + exchanged["handed_off"]) / work
     if len(kinds) == 2:
         for phase, i in (("build", 1), ("forward", 3), ("backward", 4)):
