@@ -145,30 +145,28 @@ def material_low(tile: int, option: str = "--material-tile") -> int:
     return tile.bit_length() - 1
 
 
-def rebalance_tolerance(text: str) -> float | None:
-    """``--rebalance TOL|off`` -> the tolerance (a number >= 0), or None for ``off`` (keys never move)."""
+def _number_or_off(text: str, allowed, what: str) -> float | None:
+    """An option's ``NUMBER|off`` -> the number if ``allowed(number)``, None for ``off``; else a ValueError that
+    says ``what`` is allowed."""
     if text == "off":
         return None
     try:
         value = float(text)
     except ValueError:
-        value = -1.0
-    if not value >= 0:
-        raise ValueError(f"--rebalance must be a tolerance >= 0 (such as 0.05) or 'off', got {text!r}")
+        value = float("nan")
+    if not allowed(value):
+        raise ValueError(f"{what} or 'off', got {text!r}")
     return value
+
+
+def rebalance_tolerance(text: str) -> float | None:
+    """``--rebalance TOL|off`` -> the tolerance (a number >= 0), or None for ``off`` (keys never move)."""
+    return _number_or_off(text, lambda v: v >= 0, "--rebalance must be a tolerance >= 0 (such as 0.05)")
 
 
 def split_threshold(text: str) -> float | None:
     """``--split SHARES|off`` -> the threshold (a number > 0), or None for ``off`` (a column is never split)."""
-    if text == "off":
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise ValueError(f"--split must be a number of even shares > 0 (such as 1.05) or 'off', got {text!r}")
-    return value
+    return _number_or_off(text, lambda v: v > 0, "--split must be a number of even shares > 0 (such as 1.05)")
 
 
 def cmd_info(args) -> int:

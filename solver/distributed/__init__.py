@@ -11,6 +11,11 @@ To even out each age's work, the driver may move a key to another worker at any 
 afterstates of that age then cross to the new owner, and its states of the next age, which the old owner spawned
 before the move, are handed over (their values come back in the backward pass).
 
+A column larger than one worker's share of an age cannot be balanced whole: the driver splits it across every
+worker (``--split``, default above 1.05 even shares), each part the column's boards of one value of a hash of the
+board.  Each part is a key of its own from then on; an afterstate's children may then fall in another part, and
+the spawning worker hands them to that part's owner as it hands over a moved key's states.
+
 Forward, age a: each worker expands its states with the local kernels, keeps the afterstates it owns and sends the
 crossing ones (their IDs) to their owners; then each spawns its afterstates.  Backward, age a: each worker values
 its afterstates from its own states of ages a + 2 and a + 4, sends the values of the crossing afterstates it
