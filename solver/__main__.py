@@ -96,8 +96,7 @@ def cmd_build(args) -> int:
     if args.backend == "ray":
         report = build_on_ray(spec, args)
     else:
-        ray_only = (args.address, args.machines, args.material_tile, args.rebalance, args.split)
-        if args.address or any(x is not None for x in ray_only[1:]):
+        if args.address or any(x is not None for x in (args.machines, args.material_tile, args.rebalance, args.split)):
             raise ValueError("--address, --machines, --material-tile, --rebalance and --split belong to --backend ray")
         report = build(spec, args.out, args.work_dir, args.threads, progress=not args.quiet,
                        keep_work=args.keep_work, format_version=args.format, layout=args.layout or "file")  # fmt: skip

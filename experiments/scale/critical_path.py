@@ -33,7 +33,7 @@ import numpy as np
 
 from solver.__main__ import material_low, rebalance_tolerance, split_threshold
 from solver.distributed.driver import DEFAULT_SPLIT, DEFAULT_TOLERANCE
-from solver.distributed.material import UNASSIGNED, Assignment, material_of
+from solver.distributed.material import UNASSIGNED, Assignment, material_of, share_evenly
 
 from .material import load_ages
 
@@ -78,8 +78,7 @@ def spread(assignment: Assignment, key_work: dict[int, int]) -> dict[int, int]:
     out = {}
     for key, work in key_work.items():
         parts = assignment.parts_of(key)
-        for p, part in enumerate(parts):
-            out[part] = work // len(parts) + (work % len(parts) if p == 0 else 0)
+        out.update(zip(parts, share_evenly(work, len(parts)), strict=True))
     return out
 
 

@@ -17,12 +17,12 @@ backward, decreasing ages::
     value_afterstates(age) -> {source: values (float64) of the crossing afterstates it sent, in its order}
     receive_values(age, owner, values)          (from every other worker's value_afterstates)
     value_states(age)      -> {"states", "afterstates", "busy_s", "first_s"}; the values are saved
-
-``busy_s`` is the worker's seconds in the age's steps; ``first_s`` those before the exchange every worker waits for
-(expand and send_crossing; value_afterstates).
     hand_back(age)         -> {source: values of the states of age that source handed to this worker}
     receive_handback(age, owner, values)        (from every other worker's hand_back)
     write(age, out)        -> the age's table file from every worker's part (one worker per age)
+
+``busy_s`` is the worker's seconds in the age's steps; ``first_s`` those before the exchange every worker waits for
+(expand and send_crossing; value_afterstates).
 
 Every array a worker holds is its own: states of its keys, the afterstates of its keys, and per other worker the
 crossing afterstates sent to it or received from it (the IDs, kept from the forward pass so that the backward pass
@@ -113,7 +113,7 @@ class ColumnWorker:
         self._handoff_out: dict[int, np.ndarray] = {}
         self._lost_keys = False
         self._states: dict[int, np.ndarray] = {}
-        self._expanded: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # age -> (afterstates, their material keys)
+        self._expanded: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # age -> afterstates, keys, unique
         self._own: dict[int, np.ndarray] = {}
         self.sent: dict[int, dict[int, np.ndarray]] = {}
         self.received: dict[int, dict[int, np.ndarray]] = {}
@@ -184,8 +184,8 @@ class ColumnWorker:
         states = merge_unique([*self.pending.runs.pop(age, []), *handed.values()])
         afterstates, terminal = expand(states, self.spec)
         keys = self.assignment.keys_of(afterstates, self.spec.cells)
-        self._states[age], self._expanded[age] = states, (afterstates, keys)
         unique, counts = np.unique(keys, return_counts=True)
+        self._states[age], self._expanded[age] = states, (afterstates, keys, unique)
         return {"states": int(states.size), "terminal": int(terminal),
                 "key_work": dict(zip((int(k) for k in unique), (int(c) for c in counts), strict=True))}  # fmt: skip
 
@@ -197,14 +197,14 @@ class ColumnWorker:
         lost = (self.assignment.owners_of_keys(changes.keys) == self.index) & (changes.owners != self.index)
         self._lost_keys = bool(lost.any())  # some of this worker's keys moved away: spawn hands their states off
         changes.apply_to(self.assignment)
-        afterstates, keys = self._expanded.pop(age)
+        afterstates, keys, expanded_keys = self._expanded.pop(age)
         if changes.split_keys.size:  # expanded before the split: the parts' keys
             keys = self.assignment.keys_of(afterstates, self.spec.cells)
         owners = self.assignment.owners_of_keys(keys)
         if np.any(owners < 0):
             raise CrossingMismatch(f"age {age}: an afterstate's key has no owner")
-        targets = self.assignment.owners_reached(np.unique(keys)) - {self.index}
-        if not set(np.unique(owners).tolist()) - {self.index} <= targets:
+        targets = self.assignment.owners_reached(expanded_keys) - {self.index}  # by column: a split keeps them
+        if not set(np.flatnonzero(np.bincount(owners, minlength=self.n_workers)).tolist()) - {self.index} <= targets:
             raise CrossingMismatch(f"age {age}: worker {self.index} sends afterstates beyond the owners it reckoned")
         self._own[age] = afterstates[owners == self.index]
         out = {w: afterstates[owners == w] for w in sorted(targets)}

@@ -73,6 +73,11 @@ def part_keys(ids, cells, low, split_keys, split_parts):
     return out
 
 
+def share_evenly(work: int, parts: int) -> list[int]:
+    """``work`` shared among ``parts`` parts as the hash shares a column's boards: evenly, part 0 taking the rest."""
+    return [work // parts + (work % parts if p == 0 else 0) for p in range(parts)]
+
+
 def material_of(keys) -> np.ndarray:
     """``uint64[n]``: the material key of each (part) key of ``keys``."""
     return np.asarray(keys, np.uint64) & _MATERIAL_MASK
@@ -149,9 +154,7 @@ class Assignment:
         self.apply_splits(*new)
         out = dict(key_work)
         for key, n in zip(split, parts, strict=True):
-            work = out.pop(key)
-            for p, part in enumerate(self.parts_of(key)):
-                out[part] = work // n + (work % n if p == 0 else 0)
+            out.update(zip(self.parts_of(key), share_evenly(out.pop(key), n), strict=True))
         return *new, out
 
     def apply_splits(self, keys, parts) -> None:
