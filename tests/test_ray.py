@@ -134,3 +134,23 @@ def test_a_pattern_builds_on_ray_like_the_local_build(ray_local, tmp_path):
     build(spec, tmp_path / "local", progress=False, layout="directory")
     build_on_actors(spec, tmp_path / "ray", workers(2), progress=False)
     assert checksums(tmp_path / "ray") == checksums(tmp_path / "local")
+
+
+def test_an_actor_runs_its_kernels_on_its_machines_cores_only(ray_local, tmp_path):
+    """numba keeps its thread count per thread and Ray calls an actor's steps on threads of its own: each step
+    must still run on the machine's CPUs (one here), not on every core of the host."""
+    import numba
+
+    from solver.distributed.material import Assignment
+    from solver.distributed.ray_actors import ColumnActor
+
+    actor = ray_local.remote(num_cpus=1, max_concurrency=4)(ColumnActor)
+    one = actor.remote(SPECS["2x3"], 0, Assignment(1, 3).to_json(), str(tmp_path), 1)
+    assert ray_local.get([one.kernel_threads.remote() for _ in range(8)]) == [1] * 8
+    ray_local.kill(one)
+    if numba.config.NUMBA_NUM_THREADS >= 2:
+        both = ray_local.remote(num_cpus=2, max_concurrency=4)(ColumnActor).remote(
+            SPECS["2x3"], 0, Assignment(1, 3).to_json(), str(tmp_path), 2
+        )
+        assert ray_local.get(both.kernel_threads.remote()) == 2
+        ray_local.kill(both)

@@ -256,9 +256,12 @@ class ColumnWorker:
         if np.any(owners < 0):
             raise CrossingMismatch(f"age {age}: a pending state's key has no owner")
         mine = owners == self.index
+        if mine.all():  # the usual case: nothing to copy
+            self.pending.runs[age] = [states]
+            return {}
         if mine.any():
             self.pending.runs[age] = [states[mine]]
-        return {int(w): states[owners == w] for w in np.unique(owners[~mine])}
+        return {int(w): states[owners == w] for w in np.flatnonzero(np.bincount(owners[~mine]))}
 
     def hand_off(self, age: int) -> dict[int, np.ndarray]:
         """The states of ``age + 2`` that :meth:`spawn` took from this worker (their keys moved): ``{owner: ids}``."""

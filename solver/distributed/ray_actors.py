@@ -8,6 +8,7 @@ and lists its machines.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -42,6 +43,21 @@ class Reset(RuntimeError):
     """The actor was reset while a step waited for its peers: that step's build attempt is over."""
 
 
+def on_its_cores(method):
+    """Run an actor's step with the numba threads its machine gives it.  numba keeps the number of threads per
+    thread, and Ray runs each call on a thread of its own: without this a step would use every core of the host
+    (on a host shared by several actors, each would run as many kernel threads as the host has cores)."""
+
+    @functools.wraps(method)
+    def run(self, *args):
+        import numba
+
+        numba.set_num_threads(self.threads)
+        return method(self, *args)
+
+    return run
+
+
 class ColumnActor:
     """A :class:`ColumnWorker` in a Ray actor, with handles to its peers (:meth:`connect`).
 
@@ -54,7 +70,7 @@ class ColumnActor:
         import numba
 
         cores = numba.config.NUMBA_NUM_THREADS
-        numba.set_num_threads(min(threads or cores, cores))
+        self.threads = min(threads or cores, cores)
         self.spec, self.index, self.work, self.kill_plan = spec, index, work, kill_plan
         self.peers: list = []
         self.arrived = threading.Condition()
@@ -99,12 +115,22 @@ class ColumnActor:
     def connect(self, peers: list) -> None:
         self.peers = peers
 
+    @on_its_cores
+    def kernel_threads(self) -> int:
+        """The numba threads a step of this actor runs its kernels on."""
+        import numba
+
+        return numba.get_num_threads()
+
+    @on_its_cores
     def seed(self, starts: np.ndarray):
         return self.worker.seed(starts)
 
+    @on_its_cores
     def resume_forward(self, starts: np.ndarray, finished: list, changes: Changes):
         return self.worker.resume_forward(starts, finished, changes)
 
+    @on_its_cores
     def expand(self, age: int) -> dict:
         out = self.worker.expand(age)
         self._maybe_die("expand", age)
@@ -119,6 +145,7 @@ class ColumnActor:
         with self.arrived:
             self.worker.receive_handoff(age, source, ids)
 
+    @on_its_cores
     def exchange_and_spawn(self, age: int, changes: Changes, sources: list) -> tuple:
         """Take the columns split and the keys assigned or moved in ``age``, send the crossing afterstates of
         ``age`` to their owners' actors, wait for those of ``sources``, spawn, and hand the states of age + 2 that
@@ -141,6 +168,7 @@ class ColumnActor:
     def begin_backward(self, ages: list) -> None:
         self.worker.begin_backward(ages)
 
+    @on_its_cores
     def settle(self, age: int) -> dict:
         """Value the afterstates of ``age``, send the crossing ones' values to the actors that sent them, wait for
         the values of those this actor sent, value the states, and send the values of the states handed to this
@@ -159,9 +187,11 @@ class ColumnActor:
     def receive_handback(self, age: int, owner: int, values: np.ndarray) -> None:
         self.worker.receive_handback(age, owner, values)
 
+    @on_its_cores
     def write(self, count, out: str) -> dict:
         return self.worker.write(count, out)
 
+    @on_its_cores
     def start_values(self, age: int) -> tuple:
         return self.worker.start_values(age)
 
