@@ -9,12 +9,13 @@ build runs on a ``ray.cluster_utils.Cluster`` of M one-CPU nodes on 127.0.0.1 st
 per node: ``--backend ray --address ... --machines M``), so both use M cores.  Each build is its own process,
 numba caches warm (one untimed run of each first, unless ``--no-warmup``); local and Ray builds alternate;
 medians of ``--repeats``.  The cluster is started before and stopped after each Ray build, outside its timing.
-Peak memory is the largest sum of the resident sizes over this script's process tree (for Ray: the cluster's
-daemons and actors too).  The exchange is read from the Ray build's journal: every crossing afterstate, and every
-state handed to another worker (a moved key's, or another part's of a split column), travels once as an ID (8 B,
-forward) and once as a value (8 B, backward).  Each Ray build's journal is read as ``material_balance`` reads it
-(the busiest worker per age, the barrier inside each age, the driver's wall).  The tables' dataset checksums are
-compared.
+Peak memory is the largest sum of the resident sizes over this script's process tree (for Ray: the cluster's daemons
+and actors too); the CPU seconds of the build's processes are sampled with it, by kind (the workers, the driver,
+Ray's own daemons: what Ray costs the cores besides the workers' steps).  The exchange is read from the Ray build's
+journal: every crossing afterstate, and every state handed to another worker (a moved key's, or another part's of a
+split column), travels once as an ID (8 B, forward) and once as a value (8 B, backward).  Each Ray build's journal
+is read as ``material_balance`` reads it (the busiest worker per age, the barrier inside each age, the driver's
+wall).  The tables' dataset checksums are compared.
 """
 
 from __future__ import annotations
@@ -51,15 +52,44 @@ def tree_rss_bytes(root: int) -> int:
     return total
 
 
-def run_tree_measured(argv: list[str]) -> tuple[float, float, str]:
-    """``(wall seconds, peak RSS in GB of this process's tree, stdout)`` of one ``python -m solver`` command."""
+def tree_cpu_seconds(root: int) -> dict[int, tuple[str, float]]:
+    """``{pid: (command line, CPU seconds so far)}`` of ``root``'s descendants (not ``root`` itself)."""
+    out, todo, tick = {}, [root], os.sysconf("SC_CLK_TCK")
+    while todo:
+        pid = todo.pop()
+        try:
+            if pid != root:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                out[pid] = command, (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError, PermissionError, IndexError):
+            continue
+    return out
+
+
+def cpu_by_kind(seen: dict[int, tuple[str, float]], driver: int) -> dict[str, float]:
+    """CPU seconds of the build's processes: its workers (Ray's column actors), its driver (the ``python -m
+    solver`` process; the whole local build), and Ray's own processes (GCS, raylets, idle workers, agents)."""
+    out = {"workers_cpu_s": 0.0, "driver_cpu_s": 0.0, "ray_daemons_cpu_s": 0.0}
+    for pid, (command, cpu) in seen.items():
+        kind = "driver" if pid == driver else "workers" if "ColumnActor" in command else "ray_daemons"
+        out[f"{kind}_cpu_s"] += cpu
+    return out
+
+
+def run_tree_measured(argv: list[str]) -> tuple[float, float, str, dict[str, float]]:
+    """``(wall seconds, peak RSS in GB of this process's tree, stdout, CPU seconds by kind)`` of one ``python -m
+    solver`` command (the CPU of each process as last sampled, every 0.25 s: see :func:`cpu_by_kind`)."""
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "solver", *argv], stdout=subprocess.PIPE, text=True)
-    peak = [0]
+    peak, seen = [0], {}
 
     def sample() -> None:
         while proc.poll() is None:
             peak[0] = max(peak[0], tree_rss_bytes(os.getpid()))
+            seen.update(tree_cpu_seconds(os.getpid()))
             time.sleep(0.25)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -69,7 +99,7 @@ def run_tree_measured(argv: list[str]) -> tuple[float, float, str]:
     sampler.join()
     if proc.returncode:
         raise RuntimeError(f"python -m solver {' '.join(argv)} failed with exit code {proc.returncode}")
-    return wall, peak[0] / 1e9, out
+    return wall, peak[0] / 1e9, out, cpu_by_kind(seen, proc.pid)
 
 
 def phases(stdout: str) -> tuple[float, float, float]:
@@ -117,6 +147,7 @@ def main(argv=None) -> dict:
     if not kinds or set(args.kinds.split(",")) - {"local", "ray"}:
         parser.error(f"--kinds must name local, ray or both, got {args.kinds!r}")
     runs: dict[str, list[tuple]] = {k: [] for k in kinds}
+    cpus: dict[str, list[dict]] = {k: [] for k in kinds}
     exchanged, balances = {}, []
     with tempfile.TemporaryDirectory() as tmp:
         out = {"local": Path(tmp) / "local", "ray": Path(tmp) / "ray"}
@@ -133,7 +164,8 @@ def main(argv=None) -> dict:
                               *(["--rebalance", args.rebalance] if args.rebalance else []),
                               *(["--split", args.split] if args.split else [])]
                              if kind == "ray" else ["--threads", str(args.machines)])  # fmt: skip
-                    wall, peak, stdout = run_tree_measured(["build", *spec_args, "--out", str(out[kind]), *extra])
+                    wall, peak, stdout, cpu = run_tree_measured(["build", *spec_args, "--out", str(out[kind]),
+                                                                 *extra])  # fmt: skip
                 finally:
                     if cluster is not None:
                         cluster.shutdown()
@@ -148,8 +180,10 @@ def main(argv=None) -> dict:
                             shutil.copy(Path(tmp) / "ray.work" / "journal.jsonl", kept / "journal.jsonl")
                 if repeat:  # the first run of each warms the numba caches
                     runs[kind].append((wall, build_seconds(stdout), peak, *phases(stdout)))
-                    print(f"{kind:>5}: {wall:6.1f} s wall ({build_seconds(stdout):.1f} s building), peak {peak:.2f} GB",
-                          flush=True)  # fmt: skip
+                    cpus[kind].append(cpu)
+                    used = ", ".join(f"{k[:-6]} {v:.1f} s" for k, v in cpu.items() if v)
+                    print(f"{kind:>5}: {wall:6.1f} s wall ({build_seconds(stdout):.1f} s building), peak {peak:.2f} "
+                          f"GB; CPU: {used}", flush=True)  # fmt: skip
         identical = checksums(out["local"]) == checksums(out["ray"]) if len(kinds) == 2 else None
         with Table(out[kinds[0]]) as t:
             work = int(t.attrs["states"]) + int(t.attrs["afterstates"])
@@ -161,7 +195,7 @@ def main(argv=None) -> dict:
         "states_plus_afterstates": work,
         **{kind: {"wall_s": m[0], "build_s": m[1], "peak_gb": m[2], "forward_s": m[3], "backward_s": m[4],
                   "write_s": m[5]} for kind, m in med.items()},
-        "runs": runs,
+        "runs": runs, "cpu_seconds": cpus,
     }  # fmt: skip
     if "ray" in kinds:
         report.update(exchanged)
