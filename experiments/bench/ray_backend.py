@@ -89,7 +89,9 @@ def run_tree_measured(argv: list[str]) -> tuple[float, float, str, dict[str, flo
     def sample() -> None:
         while proc.poll() is None:
             peak[0] = max(peak[0], tree_rss_bytes(os.getpid()))
-            seen.update(tree_cpu_seconds(os.getpid()))
+            for pid, (command, cpu) in tree_cpu_seconds(os.getpid()).items():
+                # a process that is exiting reads an empty command line: keep the one seen before
+                seen[pid] = (command if command.strip() else seen.get(pid, ("", 0.0))[0], cpu)
             time.sleep(0.25)
 
     sampler = threading.Thread(target=sample, daemon=True)
