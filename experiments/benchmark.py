@@ -33,6 +33,7 @@ from env2048.shape import parse_board
 from oracle import Oracle
 from oracle.agent import as_agent
 from oracle.episodes import chosen_episodes
+from oracle.oracle import open_oracle
 from oracle.regret import reenact
 from oracle.wrapper import shared_oracle
 
@@ -264,7 +265,7 @@ def pattern_oracle(pattern, table) -> Oracle:
     if table is None:
         raise ValueError(f"{pattern.describe()}: give its table (python -m solver build --pattern ... --out DIR), "
                          "--table DIR")  # fmt: skip
-    oracle = Oracle.open(table)
+    oracle = open_oracle(table)
     theirs = oracle.spec.pattern
     if theirs is None or theirs.rules.tolist() != pattern.rules.tolist():
         found = oracle.spec.describe()
@@ -283,7 +284,11 @@ def main(argv=None) -> None:
     parser.add_argument("--out", default="results", help="directory; files go to OUT/BOARD/")
     parser.add_argument("--exact", choices=("auto", "always", "never"), default="auto",
                         help="exact V^pi by the oracle: auto = where cheap (see docs/benchmark.md)")  # fmt: skip
-    parser.add_argument("--table", default=None, help="solved table file (default: the cache)")
+    parser.add_argument(
+        "--table",
+        default=None,
+        help="solved table (file or directory) or an oracle server's URL (http://...; default: the cache)",
+    )
     parser.add_argument("--replays", type=int, default=0, help="also write replay-LABEL.html per agent with "
                         "this many of its games: 1 = the worst by regret, 2 = + the median, 3+ = worst to "
                         "best")  # fmt: skip

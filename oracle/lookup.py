@@ -14,7 +14,9 @@ given back to the kernel with ``madvise(MADV_DONTNEED)``), so a table larger tha
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
+from pathlib import Path
 from typing import NamedTuple
 
 import numba
@@ -173,15 +175,30 @@ def group_by_age(ages, n_slots):
     return order, starts
 
 
+def physical_memory() -> int:
+    """Bytes of RAM of this machine."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def stored_bytes(path) -> int:
+    """Bytes a table takes on disk: its file, or every file of its directory."""
+    path = Path(path)
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return path.stat().st_size
+
+
 class AgeLayers:
     """Layers of one open table, opened on first use and kept up to ``memory_limit`` bytes (LRU).
 
     ``table``: an open :func:`solver.store.Table` (v1 or v2); ``verify``: check each v2 age's checksums when it
-    is first opened.
+    is first opened.  A v2 table larger than this machine's RAM is mapped for random access (``MADV_RANDOM``; see
+    :meth:`solver.table_v2.MappedFile.advise_random`).
     """
 
     def __init__(self, table, memory_limit: int, verify: bool = False):
         self.table = table
+        self.random_access = table.format_version >= 2 and stored_bytes(table.path) > physical_memory()
         self.spec = table.spec
         self.coded = table.format_version >= 2
         self.memory_limit = int(memory_limit)
@@ -220,6 +237,8 @@ class AgeLayers:
             ids, vals = readonly(arrays["afterstates"]), readonly(arrays["afterstate_values"])
             return Layer(False, age // 2, _U64, _I64, _U64, int(ids.size), 0, 0, _U64, 0, False, 0, ids, vals), None
         mapping = self.table.map_age(age)
+        if self.random_access:
+            mapping.advise_random()
         c = self.table.coded_layer(age, verify=self.verify, mapped=mapping)
         upper, lower, words = readonly(c.upper), readonly(c.lower), readonly(c.values)
         samples = readonly(codec.zero_samples(upper, c.upper_bits))

@@ -30,7 +30,7 @@ from solver.spec import SolveSpec
 from solver.store import Table, TableError
 
 from .evaluate import evaluate_policy
-from .lookup import AgeLayers, optimal_mask, q_values_block
+from .lookup import NOT_IN_TABLE, AgeLayers, optimal_mask, q_values_block
 from .regret import play_regret
 
 #: Bytes of table layers an oracle keeps open by default (see :class:`Oracle`).
@@ -42,8 +42,8 @@ BUILDABLE = {(2, 2), (2, 3), (3, 2), (2, 4), (4, 2), (3, 3)}
 TOO_BIG = {
     (4, 3): "4x3 has 1.15e12 states and 7.4e11 afterstates: its score table in format v2 is about 2.4-2.5 TiB "
     "(projected from measured 4x3 layers by `python -m experiments.bench.tables`), and solving it is projected at "
-    "15.2 h on one 16-core machine with the local backend, or 7.0 h on 8 of them with Ray as the build partitioned "
-    "by material assigns keys today "
+    "15.2 h on one 16-core machine with the local backend, or 3.1 h on 8 of them with Ray (the build partitioned by "
+    "material, its large columns split across machines) "
     "(`python -m experiments.scale.project_4x3`, docs/4x3.md; Kaneko & Yamashita needed 65 h on 16 cores and "
     "1.4 TiB for the IDs alone)",
 }
@@ -101,6 +101,21 @@ def build_once(spec: SolveSpec, path: Path, progress: bool = True, what: str | N
     return path
 
 
+def is_url(table) -> bool:
+    """Whether ``table`` names a served table (``http://`` or ``https://``) rather than a path."""
+    return isinstance(table, str) and table.lower().startswith(("http://", "https://"))
+
+
+def open_oracle(table, **kwargs) -> Oracle:
+    """An :class:`Oracle` of ``table``: an open one as it is, a URL connected (:meth:`Oracle.connect`), a path
+    opened (:meth:`Oracle.open`, with ``kwargs``)."""
+    if isinstance(table, Oracle):
+        return table
+    if is_url(table):
+        return Oracle.connect(table)
+    return Oracle.open(table, **kwargs)
+
+
 class Oracle:
     """Exact optimal play of one solved table (see the module docstring for board formats).
 
@@ -111,7 +126,7 @@ class Oracle:
     than about twice that bound count as tied (``tie_tolerance``, see :func:`solver.common.tie_tolerance`).
     """
 
-    def __init__(self, table, memory_limit: int | None = None, verify: bool = False):
+    def __init__(self, table, memory_limit: int | None = None, verify: bool = False, layers=None):
         self.table = table
         self.path = table.path
         self.spec = table.spec
@@ -119,7 +134,7 @@ class Oracle:
         self.attrs = table.attrs
         self.format_version = int(table.attrs["format_version"])
         self.memory_limit = DEFAULT_MEMORY_LIMIT if memory_limit is None else int(memory_limit)
-        self._layers = AgeLayers(table, self.memory_limit, verify=verify)
+        self._layers = layers if layers is not None else AgeLayers(table, self.memory_limit, verify=verify)
         self.n_states, self.n_afterstates = int(table.attrs["states"]), int(table.attrs["afterstates"])
         ids, probs, values = table.start()
         self.start_ids, self.start_probs, self.start_values = ids, probs, values
@@ -156,7 +171,10 @@ class Oracle:
         """Open a table written by ``python -m solver build`` (a v1 or v2 file, or a v2 directory); nothing is
         read but the root attributes, the index and the start states.  ``verify`` first checks every dataset's
         SHA-256 (reads the whole table).  ``memory_limit``: bytes of open layers (default
-        :data:`DEFAULT_MEMORY_LIMIT`)."""
+        :data:`DEFAULT_MEMORY_LIMIT`).  A table served over HTTP opens with :meth:`connect`."""
+        if is_url(path):
+            raise ValueError(f"{path} is a URL: Oracle.open reads a table on this machine; a table served by "
+                             f"`python -m oracle serve` opens with Oracle.connect({str(path)!r})")  # fmt: skip
         table = Table(path)
         try:
             missing = table.missing_ages()
@@ -168,6 +186,25 @@ class Oracle:
                 if bad:
                     raise TableError(f"{path}: checksum mismatch in {', '.join(bad[:5])} (the file is damaged)")
             return cls(table, memory_limit=memory_limit, verify=verify)
+        except BaseException:
+            table.close()
+            raise
+
+    @classmethod
+    def connect(cls, url: str, timeout: float = 60.0, retries: int = 3, batch: int = 1 << 18,
+                headers: dict | None = None) -> Oracle:  # fmt: skip
+        """The oracle of a table served by ``python -m oracle serve`` at ``url`` (e.g. ``http://127.0.0.1:8000``):
+        the same queries as a local oracle, with bit-identical answers and the same errors.  A query of more
+        than ``batch`` boards goes as several requests; a request that fails to connect, or meets a 502, 503 or
+        504, is tried again up to ``retries`` times (queries are idempotent); ``timeout`` bounds each request's
+        seconds.  ``headers`` go with every request (e.g. ``{"Authorization": "Bearer ..."}`` for a proxy in
+        front of the server; ``https://user:password@host`` sends basic authentication).  See
+        :mod:`oracle.remote`."""
+        from .remote import RemoteLayers, RemoteTable
+
+        table = RemoteTable(url, timeout=timeout, retries=retries, headers=headers)
+        try:
+            return cls(table, layers=RemoteLayers(table, batch))
         except BaseException:
             table.close()
             raise
@@ -230,6 +267,20 @@ class Oracle:
     def _describe(self, board_id) -> str:
         return "\n" + "\n".join(" ".join(f"{(1 << int(v)) if v else 0:>5}" for v in row)
                                 for row in B.unpack(np.uint64(board_id), self.rows, self.cols))  # fmt: skip
+
+    def lookup_q(self, board) -> tuple[np.ndarray, np.ndarray]:
+        """``(q float64[n, 4], status int8[n])`` of a batch of boards, without raising for boards not in the
+        table: ``status`` is :data:`oracle.lookup.NOT_IN_TABLE` where a legal move's afterstate is not stored
+        (its Q-value NaN), else :data:`oracle.lookup.OK` (what the oracle server answers)."""
+        ids = self._packed(board)[0]
+        return self._layers.q_values(ids)
+
+    def lookup_afterstates(self, afterstate) -> tuple[np.ndarray, np.ndarray]:
+        """``(values float64[n], status int8[n])`` of a batch of afterstates, NaN and NOT_IN_TABLE where not
+        stored (what the oracle server answers)."""
+        ids = self._packed(afterstate)[0]
+        values = self._layers.afterstate_values(ids)
+        return values, np.isnan(values).astype(np.int8) * np.int8(NOT_IN_TABLE)
 
     def _q(self, ids: np.ndarray) -> np.ndarray:
         q, status = self._layers.q_values(ids)

@@ -16,7 +16,7 @@ import numpy as np
 from env2048.env import Game2048Env
 from solver.common import TableError
 
-from .oracle import BUILDABLE, TOO_BIG, Oracle
+from .oracle import BUILDABLE, TOO_BIG, Oracle, open_oracle
 
 _ORACLES: dict[tuple, Oracle] = {}
 
@@ -65,21 +65,28 @@ class OracleWrapper(gym.Wrapper):
 
 def shared_oracle(board: str, p4: float = 0.1, table=None, objective: str = "score") -> Oracle:
     """One oracle per (board, p4, table, objective) per process (its open layers are shared).  A ``table`` given
-    by path may solve any objective (the score, or a capped ``tile:K`` game) of this board's game: same shape,
-    same p4, random spawns."""
+    by path, by the URL of an oracle server, or as an open :class:`Oracle` (local or remote), may solve any
+    objective (the score, or a capped ``tile:K`` game) of this board's game: same shape, same p4, random
+    spawns."""
+    if isinstance(table, Oracle):
+        return _check_game(table, board, p4, table.path, close=False)
     key = (board, float(p4), None if table is None else str(table), objective)
     if key not in _ORACLES:
         if table is None:
             _ORACLES[key] = Oracle.for_board(board, objective, p4)
         else:
-            oracle = Oracle.open(table)
-            spec = oracle.spec
-            if spec.board != board or spec.p4 != float(p4) or spec.spawn != "random":
-                oracle.close()
-                raise TableError(f"{table} solves {spec.describe()}, not the game of this env ({board}, random "
-                                 f"spawns, p4={float(p4):g})")  # fmt: skip
-            _ORACLES[key] = oracle
+            _ORACLES[key] = _check_game(open_oracle(table), board, p4, table, close=True)
     return _ORACLES[key]
+
+
+def _check_game(oracle: Oracle, board: str, p4: float, table, close: bool) -> Oracle:
+    spec = oracle.spec
+    if spec.board != board or spec.p4 != float(p4) or spec.spawn != "random":
+        if close:
+            oracle.close()
+        raise TableError(f"{table} solves {spec.describe()}, not the game of this env ({board}, random spawns, "
+                         f"p4={float(p4):g})")  # fmt: skip
+    return oracle
 
 
 _WARNED_NO_TABLE: set[tuple[int, int]] = set()
@@ -87,9 +94,9 @@ _WARNED_NO_TABLE: set[tuple[int, int]] = set()
 
 def make_solved_env(rows: int, cols: int, oracle: bool = True, oracle_table=None, **kwargs) -> gym.Env:
     """Entry point of the ``Solved2048-*`` ids: a :class:`Game2048Env`, wrapped in :class:`OracleWrapper` when
-    ``oracle`` and the table exists or builds here (or ``oracle_table`` gives its path).  A board whose table does
-    not build here (4x3) without ``oracle_table`` gives the bare env, with a warning (once per process) saying
-    how to get the table and what it costs."""
+    ``oracle`` and the table exists or builds here (or ``oracle_table`` gives its path, an oracle server's URL or an
+    open :class:`Oracle`).  A board whose table does not build here (4x3) without ``oracle_table`` gives the bare
+    env, with a warning (once per process) saying how to get the table and what it costs."""
     env = Game2048Env(rows, cols, **kwargs)
     if not oracle:
         return env
@@ -111,13 +118,14 @@ def make_solved_env(rows: int, cols: int, oracle: bool = True, oracle_table=None
 
 def make_endgame_env(pattern="L3", target: int | None = None, oracle_table=None, **kwargs):
     """The ``Endgame2048-*`` ids' factory: :class:`env2048.endgame.Endgame2048Env` with the oracle of
-    ``oracle_table`` (a table of the same pattern, opened here) when one is given."""
+    ``oracle_table`` (a table of the same pattern: a path opened here, an oracle server's URL, or an open
+    :class:`Oracle`) when one is given."""
     from env2048.endgame import Endgame2048Env
 
-    oracle = Oracle.open(oracle_table) if oracle_table is not None else None
+    oracle = open_oracle(oracle_table) if oracle_table is not None else None
     try:
         return Endgame2048Env(pattern, target, oracle=oracle, **kwargs)
     except Exception:
-        if oracle is not None:
+        if oracle is not None and oracle is not oracle_table:
             oracle.close()
         raise

@@ -29,6 +29,14 @@ class TableError(ValueError):
     """A table that is missing, unreadable, truncated, of another format, or fails a checksum."""
 
 
+def spec_from_attrs(attrs: dict) -> SolveSpec:
+    """The spec a table's root attributes record (see :func:`root_attributes`)."""
+    a = attrs
+    pattern = Pattern.from_dict(json.loads(a["pattern"])) if "pattern" in a else None
+    return SolveSpec(int(a["rows"]), int(a["cols"]), str(a["objective"]), float(a["p4"]), str(a["spawn_model"]),
+                     pattern)  # fmt: skip
+
+
 class TableReader:
     """What every format's reader shares: the root attributes, the spec, the index and the start states of an
     open root HDF5 file (a table file, or a directory's manifest); a context manager that closes it."""
@@ -37,11 +45,7 @@ class TableReader:
         self.path = path
         self.file = root
         self.attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in root.attrs.items()}
-        a = self.attrs
-        pattern = Pattern.from_dict(json.loads(a["pattern"])) if "pattern" in a else None
-        self.spec = SolveSpec(
-            int(a["rows"]), int(a["cols"]), str(a["objective"]), float(a["p4"]), str(a["spawn_model"]), pattern
-        )
+        self.spec = spec_from_attrs(self.attrs)
         self.ages = root["index/ages"][...]
 
     def __enter__(self):

@@ -233,6 +233,7 @@ class MappedFile:
         with open(path, "rb") as fh:
             self.size = os.fstat(fh.fileno()).st_size
             self.map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if self.size else None
+        self.random = False
 
     def view(self, ds: h5py.Dataset, what: str) -> np.ndarray:
         n = int(np.prod(ds.shape))
@@ -246,6 +247,13 @@ class MappedFile:
             raise TableError(f"{self.path}: dataset {what} ends at byte {end:,}, past the end of the file "
                              f"({self.size:,} bytes): the file is truncated")  # fmt: skip
         return np.frombuffer(self.map, dtype=ds.dtype, count=n, offset=offset)
+
+    def advise_random(self) -> None:
+        """Tell the kernel the map is read at random (``MADV_RANDOM``: no read-ahead), for a table larger than RAM
+        whose lookups would otherwise read pages around each one they need and evict useful ones."""
+        if self.map is not None and not self.random:
+            self.map.madvise(mmap.MADV_RANDOM)
+            self.random = True
 
     def release(self, arrays) -> None:
         if self.map is None:
