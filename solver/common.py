@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 
 import h5py
@@ -100,6 +101,13 @@ def put_dataset(group: h5py.Group, name: str, data: np.ndarray) -> None:
     ds.attrs["sha256"] = sha256_of(data)
 
 
+def expected_start_value(start_probs, start_values) -> float:
+    """V*(start): the start states' values weighted by their probabilities, summed exactly (``math.fsum``) so
+    that its last bits do not depend on the CPU or the numpy build (a BLAS dot product's do: 1 ulp apart on 3x3
+    between two machines)."""
+    return math.fsum(np.multiply(np.asarray(start_probs, np.float64), np.asarray(start_values, np.float64)).tolist())
+
+
 def root_attributes(spec: SolveSpec, counts: list[AgeCount], start_probs, start_values) -> dict:
     """The root attributes every format writes (``format_version`` aside)."""
     ages = np.array([c.age for c in counts], np.int64)
@@ -122,7 +130,7 @@ def root_attributes(spec: SolveSpec, counts: list[AgeCount], start_probs, start_
         "terminal_states": int(sum(c.terminal for c in counts)),
         "min_age": int(ages.min()) if ages.size else 0,
         "max_age": int(ages.max()) if ages.size else 0,
-        "start_value": float(np.dot(start_probs, start_values)),
+        "start_value": expected_start_value(start_probs, start_values),
     }
     if spec.pattern is not None:
         attrs["pattern"] = spec.pattern.to_json()

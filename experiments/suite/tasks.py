@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -152,6 +153,17 @@ def checked_table(task: Task, progress: bool = True) -> tuple[Path, str]:
         raise TaskError(f"{task.name}: the table {path} is not the suite's (digest {digest[:12]}..., expected "
                         f"{task.table_digest[:12]}...): delete it to have it built again")  # fmt: skip
     return path, digest
+
+
+#: How close a table's V* must be to its task's pin.  The digest pins a table's content exactly; V* is a root
+#: attribute summed from the start states' values, by BLAS in tables built before 2026-11-27, whose last bits depend
+#: on the CPU and the numpy build (the 3x3 pins are 1 ulp from what numpy 2.4.6 sums here), exactly since.
+PIN_REL_TOL = 1e-13
+
+
+def matches_pinned_value(value: float, pinned: float) -> bool:
+    """Whether a table's V* is its task's pinned V* (within :data:`PIN_REL_TOL`, a few ulps)."""
+    return math.isclose(value, pinned, rel_tol=PIN_REL_TOL, abs_tol=0.0)
 
 
 def table_digest(path) -> str:
