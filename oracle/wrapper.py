@@ -75,7 +75,8 @@ def shared_oracle(board: str, p4: float = 0.1, table=None, objective: str = "sco
         if table is None:
             _ORACLES[key] = Oracle.for_board(board, objective, p4)
         else:
-            _ORACLES[key] = _check_game(open_oracle(table), board, p4, table, close=True)
+            opened = open_oracle(table)  # a served table's path is its URL without credentials
+            _ORACLES[key] = _check_game(opened, board, p4, opened.path, close=True)
     return _ORACLES[key]
 
 
