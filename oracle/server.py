@@ -16,7 +16,6 @@ under way, then closes the table.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 import socket
@@ -50,14 +49,6 @@ class RequestError(Exception):
         self.status, self.message = status, message
 
 
-def table_digest(oracle: Oracle) -> str:
-    """SHA-256 of the table's stored dataset checksums (name and digest, sorted by name): equal for two tables
-    that hold the same data, and cheap, since it reads attributes only."""
-    table = oracle.table
-    sums = sorted((name.split(":")[-1], str(ds.attrs.get("sha256"))) for name, ds in table.datasets())
-    return hashlib.sha256(json.dumps(sums).encode()).hexdigest()
-
-
 def jsonable(value):
     """A root attribute as JSON: numpy scalars and arrays as numbers and lists, bytes as text."""
     if isinstance(value, np.generic):
@@ -75,7 +66,7 @@ def info_of(oracle: Oracle) -> dict:
     return {
         "api": P.API,
         "table": oracle.path.name,
-        "table_sha256": table_digest(oracle),
+        "table_sha256": oracle.table.content_digest(),
         "spec": {
             "board": spec.board,
             "objective": spec.objective,

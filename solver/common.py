@@ -72,6 +72,17 @@ class TableReader:
         g = self.file["start"]
         return g["ids"][...], g["probs"][...], g["values"][...]
 
+    def stored_checksums(self) -> dict[str, str]:
+        """``{dataset name in its file: sha256 attribute}`` of every dataset, the same names for both layouts
+        (``index/ages``, ``ages/000004/values``, ...): two tables hold the same data iff these are equal."""
+        return {name.split(":")[-1]: str(ds.attrs.get("sha256")) for name, ds in self.datasets()}
+
+    def content_digest(self) -> str:
+        """sha256 of the ``{dataset: sha256}`` checksums (sorted, as JSON): one fingerprint of the table's content,
+        read from attributes only (the suite pins it; the oracle server reports it)."""
+        checksums = dict(sorted(self.stored_checksums().items()))
+        return hashlib.sha256(json.dumps(checksums, sort_keys=True).encode()).hexdigest()
+
     def missing_ages(self) -> list[int]:
         """Ages of the index whose group is not in the file (a damaged table)."""
         present = set(self.file["ages"]) if "ages" in self.file else set()

@@ -394,11 +394,6 @@ class TableV2(TableReader):
                              if isinstance(obj, h5py.Dataset) else None)  # fmt: skip
         return found
 
-    def stored_checksums(self) -> dict[str, str]:
-        """``{dataset name in its file: sha256 attribute}`` of every dataset, the same names for both layouts
-        (``index/ages``, ``ages/000004/values``, ...): two tables hold the same data iff these are equal."""
-        return {name.split(":")[-1]: str(ds.attrs.get("sha256")) for name, ds in self.datasets()}
-
     def bad_checksums(self) -> list[str]:
         bad = []
         for name, ds in self.datasets():

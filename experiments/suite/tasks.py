@@ -22,8 +22,6 @@ never mixed with another's.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,5 +167,4 @@ def matches_pinned_value(value: float, pinned: float) -> bool:
 def table_digest(path) -> str:
     """sha256 of a table's ``{dataset: sha256}`` checksums (sorted, as JSON): one fingerprint of its content."""
     with Table(path) as t:
-        checksums = dict(sorted(t.stored_checksums().items()))
-    return hashlib.sha256(json.dumps(checksums, sort_keys=True).encode()).hexdigest()
+        return t.content_digest()
