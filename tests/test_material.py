@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from experiments.scale.material import crossing_moves, material_keys, measure_age
+from experiments.scale.material import crossing_moves, measure_age
+from solver.distributed.material import material_keys
 from solver.spec import SolveSpec
 
 import naive
@@ -208,3 +209,17 @@ def test_a_stand_in_histogram_models_every_published_age_with_the_games_aftersta
     loads, model = extend(replay(ages, 8, 2), published, 2, fraction=1.0, kept=-1, afterstates_total=40)
     assert [(x.age, x.states, x.afterstates) for x in loads] == [(10, 5, 10), (12, 15, 30)]
     assert model["afterstates_per_state"] == 2.0
+
+
+def test_distinct_crossings_sort_packed_words_and_wide_boards_alike():
+    """The packed one-word sort (on the solver's threads) and the wide boards' lexsort give the same distinct
+    (afterstate, source) pairs as a set, in the same order."""
+    from experiments.scale.material import distinct_crossings
+
+    rng = np.random.default_rng(3)
+    afterstates = rng.integers(0, 1 << 20, 200_000, dtype=np.uint64)  # many repeats, as from many states
+    sources = rng.integers(0, 37, afterstates.size).astype(np.int64)
+    expected = sorted(set(zip(afterstates.tolist(), sources.tolist(), strict=True)))
+    for board_bits in (36, 64):
+        after, source = distinct_crossings(afterstates.copy(), sources.copy(), board_bits)
+        assert list(zip(after.tolist(), source.tolist(), strict=True)) == expected

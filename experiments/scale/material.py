@@ -1,6 +1,6 @@
 """How a game's ages split by *material*: the multiset of the tiles >= T on a board (issue 38, "measure first").
 
-    python -m experiments.scale.material --board 4x3 --objective tile:8 [--max-age A] [--json OUT]
+    python -m experiments.scale.material --board 4x3 --objective tile:8 [--min-age A] [--max-age A] [--json OUT]
     python -m experiments.scale.material --pattern L3 --target 256 --json OUT
 
 Symmetries and spawns (2s and 4s, below every T >= 8) leave a board's material unchanged; a move changes it only
@@ -32,57 +32,54 @@ import time
 
 import numba
 import numpy as np
-from numba import types
-from numba.typed import Dict
 
 from env2048.kernels import canonical_packed
 from env2048.rules import ILLEGAL, move_outcome
 from solver.__main__ import add_spec_args, material_low, spec_from_args
-from solver.distributed.material import material_key, material_keys
-from solver.forward import run_forward
+from solver.distributed.material import material_key
+from solver.forward import n_chunks_for, run_forward
+from solver.kernels import _sort_unique_inplace, chunk_bounds, merge_runs
 from solver.spec import SolveSpec
 from solver.threads import block_kernel, run_parallel
 
 #: Exponents of the thresholds T measured by default: 8 ... 256.
 THRESHOLDS = (3, 4, 5, 6, 7, 8)
-#: A (source key, target key) pair.
-_PAIR = types.UniTuple(types.uint64, 2)
 
 
 @block_kernel
-def crossing_block(lo, hi, states, T, rules, lows, reached, levels, legal):
+def crossing_block(lo, hi, states, T, rules, low, digits, reached, levels, legal):
     """States ``lo .. hi - 1`` of ``states``: for move a of state i, ``levels[4 * i + a]`` = the number of
-    thresholds of ``lows`` (exponents, ascending) at which the move crosses (0 for none, or an illegal move) and
-    ``reached[4 * i + a]`` its canonical afterstate when it crosses; ``legal[i]`` = the state's legal moves.  A
-    move crosses at threshold ``low`` when its afterstate's key differs from its state's; it then crosses at every
-    lower threshold too (a move changes the tiles >= 2**low only by making one)."""
+    thresholds at which the move crosses (0 for none, or an illegal move) and ``reached[4 * i + a]`` its
+    canonical afterstate when it crosses; ``legal[i]`` = the state's legal moves.  The thresholds are given as
+    ``digits`` (``uint64[L]``, ascending, the first 1): a key at threshold j is the key at the finest threshold
+    ``low`` divided by ``digits[j]``.  A move crosses at a threshold when its afterstate's key differs from its
+    state's; it then crosses at every finer threshold too (a move changes the tiles >= 2**low only by making
+    one)."""
     cells = T.rows * T.cols
-    n_lows = lows.shape[0]
+    n_levels = digits.shape[0]
     for i in range(lo, hi):
         b = states[i]
         legal[i] = 0
-        crossing = 0  # bit set of the moves that crossed every threshold so far
+        key = material_key(b, cells, low)
         for a in range(4):
             levels[4 * i + a] = 0
             after, _, outcome = move_outcome(b, a, T.rows, T.cols, T.moves, rules)
             if outcome == ILLEGAL:
                 continue
             legal[i] += 1
-            reached[4 * i + a] = after  # the raw afterstate until it is known to cross
-            crossing |= 1 << a
-        for level in range(n_lows):  # the state's key once per threshold, not once per move
-            if crossing == 0:
-                break
-            key = material_key(b, cells, lows[level])
-            for a in range(4):
-                if crossing >> a & 1:
-                    if material_key(reached[4 * i + a], cells, lows[level]) != key:
-                        levels[4 * i + a] = level + 1
-                    else:
-                        crossing &= ~(1 << a)
-        for a in range(4):
-            if levels[4 * i + a]:
-                reached[4 * i + a] = canonical_packed(reached[4 * i + a], T.rows, T.cols, T.sym_lines, T.sym_bytes)
+            after_key = material_key(after, cells, low)
+            level = 0
+            while level < n_levels and after_key // digits[level] != key // digits[level]:
+                level += 1
+            if level:
+                levels[4 * i + a] = level
+                reached[4 * i + a] = canonical_packed(after, T.rows, T.cols, T.sym_lines, T.sym_bytes)
+
+
+def key_digits(lows: np.ndarray) -> np.ndarray:
+    """``uint64[L]``: for thresholds ``lows`` (exponents, ascending), what the finest threshold's key is divided
+    by to give each one's: a key's base-17 digits count the exponents from ``lows[0]`` up."""
+    return np.array([17 ** int(low - lows[0]) for low in lows], np.uint64)
 
 
 def crossing_moves(states: np.ndarray, T, rules, lows: np.ndarray) -> tuple:
@@ -94,81 +91,120 @@ def crossing_moves(states: np.ndarray, T, rules, lows: np.ndarray) -> tuple:
     reached = np.empty(4 * n, np.uint64)
     levels = np.empty(4 * n, np.uint8)
     legal = np.empty(n, np.uint8)
-    run_parallel(crossing_block, n, states, T, rules, lows, reached, levels, legal, min_block=1024)
+    run_parallel(
+        crossing_block, n, states, T, rules, int(lows[0]), key_digits(lows), reached, levels, legal, min_block=1024
+    )
     crossing = np.array([np.count_nonzero(levels > k) for k in range(lows.shape[0])], np.int64)
     moved = np.flatnonzero(levels)
     return int(legal.sum(dtype=np.int64)), crossing, reached[moved], levels[moved], moved // 4
 
 
-@numba.njit(cache=True)
-def crossing_pairs(afterstates, source_keys, target_keys):
-    """The distinct (afterstate, source key) pairs of crossing moves, counted by (source key, target key):
-    ``(sources uint64[p], targets uint64[p], counts int64[p])``, one entry per key pair (in no set order).
-    ``afterstates`` (``uint64[m]``) must be sorted; ``source_keys`` and ``target_keys`` (``uint64[m]``) go with
-    them.  Equal afterstates are few (the moves of a handful of states), so each run of them is deduplicated by a
-    scan."""
-    counts = Dict.empty(key_type=_PAIR, value_type=types.int64)
-    n = afterstates.shape[0]
-    i = 0
-    while i < n:
-        j = i
-        while j < n and afterstates[j] == afterstates[i]:
-            j += 1
-        for k in range(i, j):
-            seen = False
-            for earlier in range(i, k):
-                if source_keys[earlier] == source_keys[k]:
-                    seen = True
-                    break
-            if not seen:
-                pair = (source_keys[k], target_keys[k])
-                counts[pair] = counts.get(pair, 0) + 1
-        i = j
-    sources = np.empty(len(counts), np.uint64)
-    targets = np.empty(len(counts), np.uint64)
-    numbers = np.empty(len(counts), np.int64)
-    p = 0
-    for pair, number in counts.items():
-        sources[p], targets[p], numbers[p] = pair[0], pair[1], number
-        p += 1
-    return sources, targets, numbers
+@block_kernel
+def _keys_block(lo, hi, ids, cells, low, out):
+    for i in range(lo, hi):
+        out[i] = material_key(ids[i], cells, low)
 
 
-def key_histogram(state_keys: np.ndarray, after_keys: np.ndarray) -> dict:
-    """``{"keys": [...], "states": [...], "afterstates": [...]}``: each material key of the age (ascending) with
-    its number of states and of afterstates, from the keys of every state and afterstate (``uint64[n]``)."""
-    state_keys, state_counts = np.unique(state_keys, return_counts=True)
-    after_keys, after_counts = np.unique(after_keys, return_counts=True)
-    keys = np.union1d(state_keys, after_keys)
-    per_state = np.zeros(keys.size, np.int64)
-    per_after = np.zeros(keys.size, np.int64)
-    per_state[np.searchsorted(keys, state_keys)] = state_counts
-    per_after[np.searchsorted(keys, after_keys)] = after_counts
-    return {"keys": [int(k) for k in keys], "states": per_state.tolist(), "afterstates": per_after.tolist()}
+def keys_of(ids: np.ndarray, cells: int, low: int) -> np.ndarray:
+    """``uint64[n]``: the material key of every board of ``ids`` (``uint64[n]``), on the solver's threads."""
+    out = np.empty(ids.shape[0], np.uint64)
+    run_parallel(_keys_block, ids.shape[0], ids, cells, low, out, min_block=1 << 16)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _sort_unique_chunks(lo, hi, values, bounds, key_bits, counts):
+    for chunk in range(lo, hi):
+        counts[chunk] = _sort_unique_inplace(values, bounds[chunk], bounds[chunk + 1], key_bits)
+
+
+def sorted_unique(values: np.ndarray, key_bits: int) -> np.ndarray:
+    """The distinct values of ``values`` (``uint64[m]``, each below ``2**key_bits``; overwritten), sorted: chunks
+    radix-sorted on the solver's threads, then merged as the forward pass merges its runs."""
+    n_chunks = n_chunks_for(values.size)
+    bounds = chunk_bounds(values.size, n_chunks)
+    counts = np.zeros(n_chunks, np.int64)
+    run_parallel(_sort_unique_chunks, n_chunks, values, bounds, key_bits, counts)
+    return merge_runs(values, bounds[:-1], counts)
+
+
+def distinct_crossings(afterstates: np.ndarray, sources: np.ndarray, board_bits: int) -> tuple:
+    """The distinct (afterstate, source) pairs of crossing moves (``uint64[m]``, ``int64[m]``: the canonical
+    afterstate and a small index of the moved state's key), sorted by afterstate, then source:
+    ``(uint64[p], int64[p])``.  Where a board and the index fit one 64-bit word together, they are sorted as one
+    word, in parallel; else by ``np.lexsort``."""
+    index_bits = max(1, int(sources.max()).bit_length()) if sources.size else 1
+    if board_bits + index_bits <= 64:
+        shift = np.uint64(index_bits)
+        packed = sorted_unique((afterstates << shift) | sources.astype(np.uint64), board_bits + index_bits)
+        return packed >> shift, (packed & np.uint64((1 << index_bits) - 1)).astype(np.int64)
+    order = np.lexsort((sources, afterstates))
+    afterstates, sources = afterstates[order], sources[order]
+    first = np.ones(afterstates.size, bool)
+    first[1:] = (afterstates[1:] != afterstates[:-1]) | (sources[1:] != sources[:-1])
+    return afterstates[first], sources[first]
+
+
+def count_pairs(sources: np.ndarray, targets: np.ndarray, source: np.ndarray, target: np.ndarray) -> list:
+    """``[[source key, target key, number], ...]`` (sorted): how often each pair (``sources[source[k]]``,
+    ``targets[target[k]]``) occurs; ``sources`` and ``targets`` are sorted ``uint64`` keys, ``source`` and
+    ``target`` (``int64[p]``) index them."""
+    ids = source * targets.size + target
+    if sources.size * targets.size <= 1 << 22:
+        counts = np.bincount(ids, minlength=sources.size * targets.size)
+        ids = np.flatnonzero(counts)
+        counts = counts[ids]
+    else:
+        ids, counts = np.unique(ids, return_counts=True)
+    return [[int(sources[i // targets.size]), int(targets[i % targets.size]), int(n)]
+            for i, n in zip(ids.tolist(), counts.tolist(), strict=True)]  # fmt: skip
+
+
+def key_histogram(keys: np.ndarray, index: np.ndarray, state_counts: np.ndarray, after_counts: np.ndarray) -> dict:
+    """``{"keys": [...], "states": [...], "afterstates": [...]}``: the keys ``keys`` (sorted ``uint64[k]``) with
+    the states and afterstates (``int64[f]``) of the finer keys that ``index`` (``int64[f]``) maps onto each."""
+    return {"keys": keys.tolist(), "states": np.bincount(index, state_counts, keys.size).astype(np.int64).tolist(),
+            "afterstates": np.bincount(index, after_counts, keys.size).astype(np.int64).tolist()}  # fmt: skip
 
 
 def measure_age(states: np.ndarray, afterstates: np.ndarray, spec: SolveSpec, lows=THRESHOLDS) -> dict:
-    """One age's columns, histogram and crossing moves for each threshold exponent of ``lows`` (ascending)."""
+    """One age's columns, histogram and crossing moves for each threshold exponent of ``lows``.
+
+    Everything is measured once, at the finest threshold; a coarser key is the finer one without its lowest
+    digits (:func:`key_digits`), so each coarser threshold is a pass over small index maps."""
     row = {"states": int(states.size), "afterstates": int(afterstates.size), "by_threshold": {}}
     work = states.size + afterstates.size
     lows = np.sort(np.asarray(lows, np.int64))
-    legal, crossing, reached, levels, sources = crossing_moves(states, spec.tables, spec.rules, lows)
-    order = np.argsort(reached, kind="stable")
-    reached, levels, sources = reached[order], levels[order], sources[order]
-    for i, low in enumerate(lows):
-        state_keys = material_keys(states, spec.cells, low)
-        histogram = key_histogram(state_keys, material_keys(afterstates, spec.cells, low))
+    finest = int(lows[0])
+    legal, crossing, reached, _, sources = crossing_moves(states, spec.tables, spec.rules, lows)
+    state_keys = keys_of(states, spec.cells, finest)
+    after_keys = keys_of(afterstates, spec.cells, finest)
+    keys = np.union1d(np.unique(state_keys), np.unique(after_keys))
+    state_index = np.searchsorted(keys, state_keys)
+    state_counts = np.bincount(state_index, minlength=keys.size)
+    after_counts = np.bincount(np.searchsorted(keys, after_keys), minlength=keys.size)
+    # every move in ``reached`` crosses at the finest threshold; its distinct (afterstate, source key) pairs
+    after, source = distinct_crossings(reached, state_index[sources], 4 * spec.cells)
+    target_keys = keys_of(after, spec.cells, finest)  # a won afterstate's key may be no key of the age's
+    targets = np.unique(target_keys)
+    target = np.searchsorted(targets, target_keys)
+    new_after = np.ones(after.size, bool)
+    new_after[1:] = after[1:] != after[:-1]
+    for i, digits in enumerate(key_digits(lows)):
+        coarse_keys, coarse = np.unique(keys // digits, return_inverse=True)
+        coarse_targets, coarse_target = np.unique(targets // digits, return_inverse=True)
+        histogram = key_histogram(coarse_keys, coarse, state_counts, after_counts)
         sizes = np.asarray(histogram["states"]) + np.asarray(histogram["afterstates"])
-        crossed = levels > i
-        after = reached[crossed]
-        pairs = zip(*crossing_pairs(after, state_keys[sources[crossed]], material_keys(after, spec.cells, low)),
-                    strict=True)  # fmt: skip
-        row["by_threshold"][str(1 << int(low))] = {
+        s, t = coarse[source], coarse_target[target]
+        first = new_after.copy()  # within an afterstate, coarser keys keep the finer keys' order
+        first[1:] |= s[1:] != s[:-1]
+        kept = np.flatnonzero(first & (coarse_keys[s] != coarse_targets[t]))
+        row["by_threshold"][str(1 << int(lows[i]))] = {
             "columns": int(sizes.size), "largest": int(sizes.max()) if sizes.size else 0,
             "largest_share": float(sizes.max() / work) if work else 0.0, "legal_moves": int(legal),
             "crossing_moves": int(crossing[i]),
-            "crossing_afterstates": int(np.count_nonzero(np.diff(after)) + 1) if after.size else 0,
-            **histogram, "pairs": sorted([int(a), int(b), int(n)] for a, b, n in pairs),
+            "crossing_afterstates": int(np.count_nonzero(np.diff(after[kept])) + 1) if kept.size else 0,
+            **histogram, "pairs": count_pairs(coarse_keys, coarse_targets, s[kept], t[kept]),
         }  # fmt: skip
     return row
 
@@ -195,6 +231,9 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_spec_args(parser)
     parser.add_argument("--max-age", type=int, default=None, help="stop the forward pass after this age")
+    parser.add_argument("--min-age", type=int, default=0,
+                        help="measure only from this age on (the forward pass still runs from the start): the "
+                        "score game's ages below 256 are tile:8's")  # fmt: skip
     parser.add_argument("--thresholds", default=",".join(str(1 << t) for t in THRESHOLDS),
                         help="tiles T (powers of two >= 8) whose multisets key the columns")  # fmt: skip
     parser.add_argument(
@@ -216,6 +255,8 @@ def main(argv=None) -> None:
     sink = open(args.json, "w") if args.json else None  # noqa: SIM115 (closed below; one line per age)
 
     def on_age(count, states, afterstates):
+        if count.age < args.min_age:
+            return
         ages[count.age] = measure_age(states, afterstates, spec, lows)
         if sink is not None:
             sink.write(json.dumps({"age": count.age, **ages[count.age]}) + "\n")
