@@ -225,11 +225,13 @@ class RayWorkers:
             self._gather(refs, deadline)
         except TimeoutError:
             waiting = [w for w, r in enumerate(refs) if not self.ray.wait([r], timeout=0)[0]]
+            free = self.ray.available_resources().get("CPU", 0.0)  # an actor holds its CPUs while it starts
             for a in self.actors:
                 self.ray.kill(a)
             raise TimeoutError(
                 f"workers {waiting} did not start within {RESTART_TIMEOUT:.0f} s: each asks for its machine's "
-                f"CPUs ({', '.join(str(self.machines[w].cpus) for w in waiting)}); does the cluster have them free?"
+                f"CPUs ({', '.join(str(self.machines[w].cpus) for w in waiting)}), and the cluster has {free:g} "
+                "CPUs free"
             ) from None
 
     def reset(self, assignment: Assignment) -> RayWorkers:
