@@ -223,3 +223,18 @@ def test_distinct_crossings_sort_packed_words_and_wide_boards_alike():
     for board_bits in (36, 64):
         after, source = distinct_crossings(afterstates.copy(), sources.copy(), board_bits)
         assert list(zip(after.tolist(), source.tolist(), strict=True)) == expected
+
+
+def test_histograms_splice_each_from_its_first_age(tmp_path):
+    """A later file replaces the earlier files' ages from its own first age on, even an earlier file's ages beyond
+    its last (tile:8's deep ages are not the score game's); a file cut short mid-line by a stopped run keeps its
+    whole lines."""
+    import json
+
+    from experiments.scale.material import load_ages
+
+    first, second = tmp_path / "h8.jsonl", tmp_path / "score.jsonl"
+    first.write_text("".join(json.dumps({"age": a, "game": "tile:8"}) + "\n" for a in (4, 6, 8, 10, 12)))
+    second.write_text(json.dumps({"age": 8, "game": "score"}) + "\n" + '{"age": 10, "ga')
+    ages = load_ages(first, second)
+    assert {a: r["game"] for a, r in ages.items()} == {4: "tile:8", 6: "tile:8", 8: "score"}

@@ -239,14 +239,16 @@ def add_model_args(parser: argparse.ArgumentParser, rate_required: bool = True) 
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("histogram", help="JSON Lines of python -m experiments.scale.material --json")
+    parser.add_argument("histogram", nargs="+",
+                        help="JSON Lines of python -m experiments.scale.material --json; several are spliced, each "
+                        "from its first age on")  # fmt: skip
     add_model_args(parser, rate_required=False)
     parser.add_argument("--calibrate", type=float, nargs=2, metavar=("LOCAL_S", "RAY_S"), default=None,
                         help="seconds of this build: local on 2 threads, Ray on 2 one-CPU nodes")  # fmt: skip
     args = parser.parse_args(argv)
-    ages = load_ages(args.histogram)
+    ages = load_ages(*args.histogram)
     if not ages:
-        parser.error(f"{args.histogram} holds no measured age")
+        parser.error(f"{', '.join(args.histogram)} hold no measured age")
     out: dict = {"tile": args.tile, "cores": args.cores, "machines": {}}
     rate, overhead = args.rate, args.overhead
     if args.calibrate:

@@ -280,15 +280,28 @@ def main(argv=None) -> None:
         print(f"{t:>5}  {s['most_columns']:>12,}  {shares}  {s['crossing_afterstates_per_item']:>10.4f}")
 
 
-def load_ages(path) -> dict[int, dict]:
-    """The ages of a ``--json`` file (JSON Lines, possibly cut short by a stopped run): ``{age: row}``."""
-    ages = {}
-    with open(path) as f:
-        for line in f:
-            if line.strip():
-                row = json.loads(line)
+def load_ages(*paths) -> dict[int, dict]:
+    """The ages of ``--json`` files (JSON Lines, possibly cut short by a stopped run): ``{age: row}``.  Several
+    files are spliced: each replaces the ages of those before it from its own first age on (the score game
+    measured with ``--min-age 256`` after ``tile:8``'s ages below 256, which are the score game's)."""
+    ages: dict[int, dict] = {}
+    for path in paths:
+        rows = {}
+        with open(path) as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                if not line.endswith("\n"):  # the last line of a run killed while it wrote
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError:
+                        break
+                else:
+                    row = json.loads(line)
                 if "age" in row:
-                    ages[int(row.pop("age"))] = row
+                    rows[int(row.pop("age"))] = row
+        if rows:
+            ages = {age: row for age, row in ages.items() if age < min(rows)} | rows
     return ages
 
 

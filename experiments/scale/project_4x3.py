@@ -5,8 +5,10 @@ material (:mod:`experiments.scale.critical_path`).
 
 ``HIST.jsonl``: ``python -m experiments.scale.material --board 4x3 --objective score --max-age A --json HIST.jsonl``
 (the score game as deep as its forward pass goes on the machine at hand), or a capped game (``tile:K``) as a
-stand-in.  ``R``: states + afterstates per core-second of the local kernels; ``X``: the overhead factor that
-``critical_path --calibrate`` measured (Ray, per-age synchronisation, work-directory I/O).
+stand-in; or several, spliced (``--histogram h8.jsonl score.jsonl``: the score game measured from age 256 on,
+after ``tile:8``'s younger ages, which are the score game's).  ``R``: states + afterstates per core-second of the
+local kernels; ``X``: the overhead factor that ``critical_path --calibrate`` measured (Ray, per-age
+synchronisation, work-directory I/O).
 
 Per machine count M (``--cores`` each):
 
@@ -130,16 +132,18 @@ def project(ages: dict[int, dict], tile: int, machines: list[int], cores: int, r
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--histogram", required=True, help="JSON Lines of python -m experiments.scale.material")
+    parser.add_argument("--histogram", required=True, nargs="+",
+                        help="JSON Lines of python -m experiments.scale.material; several are spliced, each from its "
+                        "first age on")  # fmt: skip
     add_model_args(parser)
     parser.add_argument("--model-fraction", type=float, default=0.25,
                         help="the last fraction of the measured ages that models the later ones (default 0.25; "
                         "1: all, for a capped game standing in for the score game)")  # fmt: skip
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
-    ages = load_ages(args.histogram)
+    ages = load_ages(*args.histogram)
     if not ages:
-        parser.error(f"{args.histogram} holds no measured age")
+        parser.error(f"{', '.join(args.histogram)} hold no measured age")
     published = np.loadtxt(PUBLISHED_4X3, dtype=np.int64)
     if not 0 < args.model_fraction <= 1:
         parser.error(f"--model-fraction must be in (0, 1], got {args.model_fraction}")
