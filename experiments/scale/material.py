@@ -36,7 +36,7 @@ import numpy as np
 from env2048.kernels import canonical_packed
 from env2048.rules import ILLEGAL, move_outcome
 from solver.__main__ import add_spec_args, material_low, spec_from_args
-from solver.distributed.material import material_key
+from solver.distributed.material import material_key, material_keys
 from solver.forward import n_chunks_for, run_forward
 from solver.kernels import _sort_unique_inplace, chunk_bounds, merge_runs
 from solver.spec import SolveSpec
@@ -97,19 +97,6 @@ def crossing_moves(states: np.ndarray, T, rules, lows: np.ndarray) -> tuple:
     crossing = np.array([np.count_nonzero(levels > k) for k in range(lows.shape[0])], np.int64)
     moved = np.flatnonzero(levels)
     return int(legal.sum(dtype=np.int64)), crossing, reached[moved], levels[moved], moved // 4
-
-
-@block_kernel
-def _keys_block(lo, hi, ids, cells, low, out):
-    for i in range(lo, hi):
-        out[i] = material_key(ids[i], cells, low)
-
-
-def keys_of(ids: np.ndarray, cells: int, low: int) -> np.ndarray:
-    """``uint64[n]``: the material key of every board of ``ids`` (``uint64[n]``), on the solver's threads."""
-    out = np.empty(ids.shape[0], np.uint64)
-    run_parallel(_keys_block, ids.shape[0], ids, cells, low, out, min_block=1 << 16)
-    return out
 
 
 @numba.njit(cache=True, nogil=True)
@@ -177,15 +164,15 @@ def measure_age(states: np.ndarray, afterstates: np.ndarray, spec: SolveSpec, lo
     lows = np.sort(np.asarray(lows, np.int64))
     finest = int(lows[0])
     legal, crossing, reached, _, sources = crossing_moves(states, spec.tables, spec.rules, lows)
-    state_keys = keys_of(states, spec.cells, finest)
-    after_keys = keys_of(afterstates, spec.cells, finest)
+    state_keys = material_keys(states, spec.cells, finest)
+    after_keys = material_keys(afterstates, spec.cells, finest)
     keys = np.union1d(np.unique(state_keys), np.unique(after_keys))
     state_index = np.searchsorted(keys, state_keys)
     state_counts = np.bincount(state_index, minlength=keys.size)
     after_counts = np.bincount(np.searchsorted(keys, after_keys), minlength=keys.size)
     # every move in ``reached`` crosses at the finest threshold; its distinct (afterstate, source key) pairs
     after, source = distinct_crossings(reached, state_index[sources], 4 * spec.cells)
-    target_keys = keys_of(after, spec.cells, finest)  # a won afterstate's key may be no key of the age's
+    target_keys = material_keys(after, spec.cells, finest)  # a won afterstate's key may be no key of the age's
     targets = np.unique(target_keys)
     target = np.searchsorted(targets, target_keys)
     new_after = np.ones(after.size, bool)
@@ -291,13 +278,12 @@ def load_ages(*paths) -> dict[int, dict]:
             for line in f:
                 if not line.strip():
                     continue
-                if not line.endswith("\n"):  # the last line of a run killed while it wrote
-                    try:
-                        row = json.loads(line)
-                    except json.JSONDecodeError:
-                        break
-                else:
+                try:
                     row = json.loads(line)
+                except json.JSONDecodeError:
+                    if line.endswith("\n"):
+                        raise
+                    break  # the last line of a run killed while it wrote
                 if "age" in row:
                     rows[int(row.pop("age"))] = row
         if rows:

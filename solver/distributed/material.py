@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
+from ..threads import block_kernel, run_parallel
+
 #: 17**d for every digit d (a lookup: numba's integer power loops, ten times slower than the key's other work).
 _POWERS = np.array([17**d for d in range(16)], np.uint64)
 #: Owner of a key the assignment does not hold yet.
@@ -40,12 +42,16 @@ def material_key(b, cells, low):
     return key
 
 
-@numba.njit(cache=True)
-def material_keys(ids, cells, low):
-    """``uint64[n]``: :func:`material_key` of every board of ``ids`` (``uint64[n]``)."""
-    out = np.empty(ids.shape[0], np.uint64)
-    for i in range(ids.shape[0]):
+@block_kernel
+def _material_keys_block(lo, hi, ids, cells, low, out):
+    for i in range(lo, hi):
         out[i] = material_key(ids[i], cells, low)
+
+
+def material_keys(ids: np.ndarray, cells: int, low: int) -> np.ndarray:
+    """``uint64[n]``: :func:`material_key` of every board of ``ids`` (``uint64[n]``), on the solver's threads."""
+    out = np.empty(ids.shape[0], np.uint64)
+    run_parallel(_material_keys_block, ids.shape[0], ids, cells, low, out, min_block=1 << 16)
     return out
 
 
