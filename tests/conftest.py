@@ -105,6 +105,17 @@ def chi2_pvalue(observed, expected) -> float:
     return 0.5 * math.erfc(z / math.sqrt(2))
 
 
+@pytest.fixture(scope="session")
+def table_2x3(tmp_path_factory):
+    """The 2x3 score table (format v2, one HDF5 file), built once per test process: tests only read it."""
+    from solver.build import build
+    from solver.spec import SolveSpec
+
+    path = tmp_path_factory.mktemp("table-2x3") / "2x3.h5"
+    build(SolveSpec.parse("2x3"), path, progress=False)
+    return path
+
+
 @pytest.fixture(scope="session", autouse=True)
 def no_process_left_running():
     """No test leaves a process running: any process still below this one when the session's tests are done

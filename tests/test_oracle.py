@@ -22,13 +22,6 @@ from naive_solver import shared_solver
 
 
 @pytest.fixture(scope="module")
-def table_2x3(tmp_path_factory):
-    path = tmp_path_factory.mktemp("oracle") / "2x3.h5"
-    build(SolveSpec.parse("2x3"), path, progress=False)
-    return path
-
-
-@pytest.fixture(scope="module")
 def table_2x3_v1(tmp_path_factory):
     path = tmp_path_factory.mktemp("oracle") / "2x3-v1.h5"
     build(SolveSpec.parse("2x3"), path, progress=False, format_version=1)

@@ -23,8 +23,6 @@ from agents import GreedyAgent
 from oracle import BoardNotInTable, Oracle
 from oracle.remote import RemoteOracleError
 from oracle.wrapper import make_solved_env
-from solver.build import build
-from solver.spec import SolveSpec
 from solver.store import Table
 
 pytest.importorskip("starlette")
@@ -68,22 +66,15 @@ def serving(table, log: Path, *options):
 
 
 @pytest.fixture(scope="module")
-def table(tmp_path_factory):
-    path = tmp_path_factory.mktemp("served") / "2x3.h5"
-    build(SolveSpec.parse("2x3"), path, progress=False)
-    return path
-
-
-@pytest.fixture(scope="module")
-def server(table, tmp_path_factory):
+def server(table_2x3, tmp_path_factory):
     log = tmp_path_factory.mktemp("server") / "server.log"
-    with serving(table, log, "--max-boards", str(MAX_BOARDS), "--body-timeout", "1") as (url, proc):
+    with serving(table_2x3, log, "--max-boards", str(MAX_BOARDS), "--body-timeout", "1") as (url, proc):
         yield url, proc, log
 
 
 @pytest.fixture(scope="module")
-def local(table):
-    with Oracle.open(table) as oracle:
+def local(table_2x3):
+    with Oracle.open(table_2x3) as oracle:
         yield oracle
 
 
@@ -94,9 +85,9 @@ def remote(server):
 
 
 @pytest.fixture(scope="module")
-def reachable(table):
+def reachable(table_2x3):
     """Every reachable state and every stored afterstate of the table (``uint64``)."""
-    with Table(table) as t:
+    with Table(table_2x3) as t:
         layers = [t.layer(c.age, names=("states", "afterstates")) for c in t.counts()]
     return (np.concatenate([x["states"] for x in layers]), np.concatenate([x["afterstates"] for x in layers]))
 
@@ -289,12 +280,12 @@ def test_the_env_wrapper_and_evaluate_take_a_served_table(server, local, remote)
     assert remote.evaluate(agent, progress=False).value == local.evaluate(agent, progress=False).value
 
 
-def test_the_benchmark_takes_a_served_table(server, table, tmp_path):
+def test_the_benchmark_takes_a_served_table(server, table_2x3, tmp_path):
     from experiments.benchmark import run
 
     kwargs = {"episodes": 5, "seed": 1, "exact": "always", "progress": False}
     served = run("2x3", ["random", "optimal"], out=tmp_path / "served", table=server[0], **kwargs)
-    local = run("2x3", ["random", "optimal"], out=tmp_path / "local", table=table, **kwargs)
+    local = run("2x3", ["random", "optimal"], out=tmp_path / "local", table=table_2x3, **kwargs)
     assert served["table"] == server[0] and served["optimal_value"] == local["optimal_value"]
     for a, b in zip(served["agents"], local["agents"], strict=True):
         for column in ("mean_score", "mean_regret", "exact_value", "optimal_move_rate"):
@@ -304,9 +295,9 @@ def test_the_benchmark_takes_a_served_table(server, table, tmp_path):
 # -- the process -----------------------------------------------------------------------------------------------
 
 
-def test_the_server_listens_on_the_loopback_only_and_stops_cleanly_on_sigterm(table, tmp_path):
+def test_the_server_listens_on_the_loopback_only_and_stops_cleanly_on_sigterm(table_2x3, tmp_path):
     watch = SocketWatch(tmp_path / "trace")
-    with watch.run(serve_args(table, stop_after=120), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    with watch.run(serve_args(table_2x3, stop_after=120), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                    text=True) as proc:  # fmt: skip
         url = read_url(proc, tmp_path / "none")
         with Oracle.connect(url) as oracle:
@@ -322,14 +313,14 @@ def test_the_server_listens_on_the_loopback_only_and_stops_cleanly_on_sigterm(ta
     assert "stopped: every request answered" in out and "Traceback" not in out
 
 
-def test_a_table_larger_than_ram_is_mapped_for_random_access(table, monkeypatch):
+def test_a_table_larger_than_ram_is_mapped_for_random_access(table_2x3, monkeypatch):
     from oracle import lookup
 
     board = np.array([[1, 1, 0], [0, 0, 0]])
-    with Oracle.open(table) as oracle:
+    with Oracle.open(table_2x3) as oracle:
         assert not oracle._layers.random_access
     monkeypatch.setattr(lookup, "physical_memory", lambda: 4096)  # a machine of 4 KiB: the table is larger
-    with Oracle.open(table) as oracle:
+    with Oracle.open(table_2x3) as oracle:
         assert oracle._layers.random_access
         oracle.value(board)
         mappings = [mapping for _, mapping in oracle._layers._open.values()]

@@ -33,8 +33,9 @@ def workers(n: int) -> list[Machine]:
 
 
 #: (table, workers, threshold exponent): T = 8 gives the most columns and crossing moves.  Two workers of one
-#: CPU fill this two-CPU Ray (test_ray_cluster.py runs three, on three nodes).
-CASES = [("2x3", 2, 3), ("2x4", 2, 3), ("3x3-256", 2, 4)]
+#: CPU fill this two-CPU Ray.  The 2x4 table is test_ray_cluster.py's, built there by three workers on three
+#: nodes, with keys moved, columns split and workers killed.
+CASES = [("2x3", 2, 3), ("3x3-256", 2, 4)]
 
 
 @pytest.mark.parametrize(("name", "n_workers", "low"), CASES)
