@@ -11,6 +11,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..forward import merge_unique
+from ..kernels import _lower_bound
+from ..threads import block_kernel, run_blocks
+
 
 @numba.njit(cache=True, nogil=True)
 def lookup_sorted(ids, values, requests):
@@ -42,20 +46,42 @@ def lookup_sorted(ids, values, requests):
     return out, -1
 
 
+@block_kernel
+def _place_values(lo, hi, merged, ids, values, out):
+    """Pieces ``lo .. hi - 1`` of one sorted piece ``ids`` (``uint64[m]``, every board in the sorted ``merged``,
+    ``uint64[n]``): ``out[j] = values[i]`` where ``merged[j] == ids[i]``.  A binary search for the block's first
+    board, then a gallop from each match to the next."""
+    n = merged.shape[0]
+    if lo >= hi:
+        return
+    j = _lower_bound(merged, 0, n, ids[lo])
+    for i in range(lo, hi):
+        key = ids[i]
+        step = 1
+        end = j
+        while end < n and merged[end] < key:
+            j = end + 1
+            end += step
+            step *= 2
+        j = _lower_bound(merged, j, min(end, n), key)
+        out[j] = values[i]
+
+
 def merge_parts(id_pieces, value_pieces) -> tuple[np.ndarray, np.ndarray]:
     """A layer's boards (sorted ``uint64[n]``) and their values (``float64[n]``) from disjoint pieces of it, each
-    sorted.  The smaller pieces are sorted together and inserted into the largest: O(n + m log m) for m boards
-    outside the largest piece, where sorting them all would cost O(n log n)."""
+    sorted: the boards merged as the forward pass merges its runs, then each piece's values placed at its boards'
+    positions, on the solver's threads.  Pieces that share a board are an error (:class:`ValueError`)."""
     ids = [np.asarray(i, np.uint64) for i in id_pieces]
     values = [np.asarray(v, np.float64) for v in value_pieces]
-    if not ids:
-        return np.empty(0, np.uint64), np.empty(0, np.float64)
-    big = max(range(len(ids)), key=lambda i: ids[i].size)
-    rest = [i for i in range(len(ids)) if i != big and ids[i].size]
-    if not rest:
-        return ids[big], values[big]
-    rest_ids = np.concatenate([ids[i] for i in rest])
-    rest_values = np.concatenate([values[i] for i in rest])
-    order = np.argsort(rest_ids, kind="stable")
-    at = np.searchsorted(ids[big], rest_ids[order])
-    return np.insert(ids[big], at, rest_ids[order]), np.insert(values[big], at, rest_values[order])
+    if len(ids) != len(values) or any(i.shape != v.shape for i, v in zip(ids, values, strict=False)):
+        raise ValueError("merge_parts: every piece of boards needs one value per board")
+    kept = [k for k in range(len(ids)) if ids[k].size]
+    if len(kept) <= 1:
+        k = kept[0] if kept else None
+        return (ids[k], values[k]) if k is not None else (np.empty(0, np.uint64), np.empty(0, np.float64))
+    merged = merge_unique([ids[k] for k in kept])
+    if merged.size != sum(ids[k].size for k in kept):
+        raise ValueError(f"merge_parts: the pieces share {sum(ids[k].size for k in kept) - merged.size} boards")
+    out = np.empty(merged.size, np.float64)
+    run_blocks([(_place_values, ids[k].size, (merged, ids[k], values[k], out)) for k in kept], min_block=1 << 15)
+    return merged, out

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
+from ..kernels import _lower_bound
 from ..threads import block_kernel, run_parallel
 
 #: 17**d for every digit d (a lookup: numba's integer power loops, ten times slower than the key's other work).
@@ -62,21 +63,45 @@ def part_of(b, parts):
     return ((b * _HASH) >> np.uint64(32)) % np.uint64(parts)
 
 
-@numba.njit(cache=True)
-def part_keys(ids, cells, low, split_keys, split_parts):
-    """``uint64[n]``: the key of every board of ``ids`` (``uint64[n]``): its material key, with the board's part
-    in the top byte if that key is in the sorted ``split_keys`` (``uint64[s]``; ``split_parts``, ``int64[s]``:
-    how many parts each has)."""
-    out = np.empty(ids.shape[0], np.uint64)
+@numba.njit(cache=True, inline="always")
+def part_key(b, cells, low, split_keys, split_parts):
+    """The key of packed board ``b``: its material key, with the board's part in the top byte if that key is in
+    the sorted ``split_keys`` (``uint64[s]``; ``split_parts``, ``int64[s]``: how many parts each has)."""
+    key = material_key(b, cells, low)
     n_split = split_keys.shape[0]
-    for i in range(ids.shape[0]):
-        key = material_key(ids[i], cells, low)
-        if n_split:
-            j = np.searchsorted(split_keys, key)
-            if j < n_split and split_keys[j] == key:
-                key |= part_of(ids[i], split_parts[j]) << np.uint64(PART_SHIFT)
-        out[i] = key
-    return out
+    if n_split:
+        j = _lower_bound(split_keys, 0, n_split, key)
+        if j < n_split and split_keys[j] == key:
+            key |= part_of(b, split_parts[j]) << np.uint64(PART_SHIFT)
+    return key
+
+
+@numba.njit(cache=True, inline="always")
+def owner_of_key(key, keys, owners):
+    """The owner of ``key`` in the sorted ``keys`` (``uint64[k]``, ``owners`` ``int64[k]`` alongside), or
+    :data:`UNASSIGNED`."""
+    j = _lower_bound(keys, 0, keys.shape[0], key)
+    if j < keys.shape[0] and keys[j] == key:
+        return owners[j]
+    return UNASSIGNED
+
+
+@block_kernel
+def _part_keys_block(lo, hi, ids, cells, low, split_keys, split_parts, out):
+    for i in range(lo, hi):
+        out[i] = part_key(ids[i], cells, low, split_keys, split_parts)
+
+
+@block_kernel
+def _owners_of_keys_block(lo, hi, query, keys, owners, out):
+    for i in range(lo, hi):
+        out[i] = owner_of_key(query[i], keys, owners)
+
+
+@block_kernel
+def _owners_block(lo, hi, ids, cells, low, split_keys, split_parts, keys, owners, out):
+    for i in range(lo, hi):
+        out[i] = owner_of_key(part_key(ids[i], cells, low, split_keys, split_parts), keys, owners)
 
 
 def share_evenly(work: int, parts: int) -> list[int]:
@@ -119,7 +144,11 @@ class Assignment:
     def keys_of(self, ids: np.ndarray, cells: int) -> np.ndarray:
         """``uint64[n]``: the key of each board of ``ids`` (``uint64[n]``): its material key, or its part's key
         if that column is split."""
-        return part_keys(ids, cells, self.low, self.split_keys, self.split_parts)
+        ids = np.asarray(ids, np.uint64)
+        out = np.empty(ids.shape[0], np.uint64)
+        run_parallel(_part_keys_block, ids.shape[0], ids, cells, self.low, self.split_keys, self.split_parts, out,
+                     min_block=1 << 16)  # fmt: skip
+        return out
 
     def parts_of(self, key: int) -> list[int]:
         """Every part's key of the column of ``key`` (the key itself if that column is not split)."""
@@ -181,16 +210,18 @@ class Assignment:
     def owners_of_keys(self, keys) -> np.ndarray:
         """``int64[n]``: the owner of each material key of ``keys``; :data:`UNASSIGNED` for a key not assigned."""
         keys = np.asarray(keys, np.uint64)
-        out = np.full(keys.shape, UNASSIGNED, np.int64)
-        if self.keys.size:
-            j = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
-            hit = self.keys[j] == keys
-            out[hit] = self.owners[j[hit]]
+        out = np.empty(keys.shape, np.int64)
+        run_parallel(_owners_of_keys_block, keys.size, keys.reshape(-1), self.keys, self.owners, out.reshape(-1),
+                     min_block=1 << 16)  # fmt: skip
         return out
 
     def owners_of(self, ids: np.ndarray, cells: int) -> np.ndarray:
         """``int64[n]``: the owner of each board of ``ids`` (``uint64[n]``); :data:`UNASSIGNED` for a new key."""
-        return self.owners_of_keys(self.keys_of(ids, cells))
+        ids = np.asarray(ids, np.uint64)
+        out = np.empty(ids.shape[0], np.int64)
+        run_parallel(_owners_block, ids.shape[0], ids, cells, self.low, self.split_keys, self.split_parts,
+                     self.keys, self.owners, out, min_block=1 << 16)  # fmt: skip
+        return out
 
     def assign(self, key_work: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
         """Give each key of ``key_work`` (key -> its boards in this age) not yet assigned to a worker: largest
