@@ -16,30 +16,32 @@ from ..kernels import _lower_bound
 from ..threads import block_kernel, run_blocks
 
 
+@numba.njit(cache=True, inline="always")
+def _gallop(a, lo, key):
+    """The first index ``>= lo`` of the sorted ``a`` with ``a[i] >= key`` (``a.shape[0]`` if none): steps of 1, 2,
+    4, ... ahead from ``lo``, then a bisection, so a near key costs a few steps and a far one log steps."""
+    n = a.shape[0]
+    step = 1
+    hi = lo
+    while hi < n and a[hi] < key:
+        lo = hi + 1
+        hi += step
+        step *= 2
+    return _lower_bound(a, lo, min(hi, n), key)
+
+
 @numba.njit(cache=True, nogil=True)
 def lookup_sorted(ids, values, requests):
     """Values of sorted ``requests`` (``uint64[q]``) in the sorted unique ``ids`` (``uint64[n]``, ``values``
     ``float64[n]`` alongside): ``(float64[q], missing)`` with ``missing`` = -1, or the index of the first request
-    not in ``ids``.  One pass: from the last match it gallops ahead (steps 1, 2, 4, ...) then bisects, so a short
-    request costs log steps and a long one a merge."""
+    not in ``ids``.  One pass, galloping from each match to the next: a short request costs log steps and a long
+    one a merge."""
     n = ids.shape[0]
     out = np.empty(requests.shape[0], np.float64)
     lo = 0
     for i in range(requests.shape[0]):
         key = requests[i]
-        step = 1
-        hi = lo
-        while hi < n and ids[hi] < key:
-            lo = hi + 1
-            hi += step
-            step *= 2
-        hi = min(hi, n)
-        while lo < hi:  # first index in [lo, hi) with ids >= key
-            mid = (lo + hi) // 2
-            if ids[mid] < key:
-                lo = mid + 1
-            else:
-                hi = mid
+        lo = _gallop(ids, lo, key)
         if lo >= n or ids[lo] != key:
             return out, i
         out[i] = values[lo]
@@ -56,14 +58,7 @@ def _place_values(lo, hi, merged, ids, values, out):
         return
     j = _lower_bound(merged, 0, n, ids[lo])
     for i in range(lo, hi):
-        key = ids[i]
-        step = 1
-        end = j
-        while end < n and merged[end] < key:
-            j = end + 1
-            end += step
-            step *= 2
-        j = _lower_bound(merged, j, min(end, n), key)
+        j = _gallop(merged, j, ids[i])
         out[j] = values[i]
 
 
