@@ -35,25 +35,22 @@ from pathlib import Path
 
 from solver.store import Table
 
-
-def tree_rss_bytes(root: int) -> int:
-    """Sum of VmRSS over ``root`` and its descendants (0 for processes that have gone)."""
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
-            for task in Path(f"/proc/{pid}/task").iterdir():
-                todo += [int(c) for c in (task / "children").read_text().split()]
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
-            continue
-    return total
+#: Seconds between two samples of the build's process tree.  A walk of every thread of a two-node Ray cluster's
+#: processes costs this process about 8 ms of CPU here; the bench used to walk twice (memory, then CPU) every
+#: 0.25 s, about 6% of one of the two cores the Ray build ran on, and next to nothing beside the local build's
+#: single process.  One walk every 0.5 s is about 1.6%, and the JSON reports it (``sampler_cpu_s``).
+SAMPLE_EVERY = 0.5
+PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-def tree_cpu_seconds(root: int) -> dict[int, tuple[str, float]]:
-    """``{pid: (command line, CPU seconds so far)}`` of ``root``'s descendants (not ``root`` itself)."""
+def own_rss() -> int:
+    """This process's resident bytes."""
+    return int(Path("/proc/self/statm").read_text().split()[1]) * PAGE
+
+
+def tree_stats(root: int) -> dict[int, tuple[str, float, int]]:
+    """``{pid: (command line, CPU seconds so far, resident bytes)}`` of ``root``'s descendants (not ``root``
+    itself), in one walk of their threads' children."""
     out, todo, tick = {}, [root], os.sysconf("SC_CLK_TCK")
     while todo:
         pid = todo.pop()
@@ -61,7 +58,8 @@ def tree_cpu_seconds(root: int) -> dict[int, tuple[str, float]]:
             if pid != root:
                 fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
                 command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                out[pid] = command, (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+                # utime + stime; rss in pages
+                out[pid] = command, (int(fields[11]) + int(fields[12])) / tick, int(fields[21]) * PAGE
             for task in Path(f"/proc/{pid}/task").iterdir():
                 todo += [int(c) for c in (task / "children").read_text().split()]
         except (FileNotFoundError, ProcessLookupError, PermissionError, IndexError):
@@ -81,18 +79,21 @@ def cpu_by_kind(seen: dict[int, tuple[str, float]], driver: int) -> dict[str, fl
 
 def run_tree_measured(argv: list[str]) -> tuple[float, float, str, dict[str, float]]:
     """``(wall seconds, peak RSS in GB of this process's tree, stdout, CPU seconds by kind)`` of one ``python -m
-    solver`` command (the CPU of each process as last sampled, every 0.25 s: see :func:`cpu_by_kind`)."""
+    solver`` command (the CPU of each process as last sampled, every ``SAMPLE_EVERY`` s: see :func:`cpu_by_kind`;
+    ``sampler_cpu_s``, the sampling's own)."""
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "solver", *argv], stdout=subprocess.PIPE, text=True)
-    peak, seen = [0], {}
+    peak, seen, own = [0], {}, [0.0]
 
     def sample() -> None:
         while proc.poll() is None:
-            peak[0] = max(peak[0], tree_rss_bytes(os.getpid()))
-            for pid, (command, cpu) in tree_cpu_seconds(os.getpid()).items():
+            stats = tree_stats(os.getpid())
+            peak[0] = max(peak[0], sum(rss for _, _, rss in stats.values()) + own_rss())
+            for pid, (command, cpu, _) in stats.items():
                 # a process that is exiting reads an empty command line: keep the one seen before
                 seen[pid] = (command if command.strip() else seen.get(pid, ("", 0.0))[0], cpu)
-            time.sleep(0.25)
+            own[0] = time.thread_time()
+            time.sleep(SAMPLE_EVERY)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -101,7 +102,7 @@ def run_tree_measured(argv: list[str]) -> tuple[float, float, str, dict[str, flo
     sampler.join()
     if proc.returncode:
         raise RuntimeError(f"python -m solver {' '.join(argv)} failed with exit code {proc.returncode}")
-    return wall, peak[0] / 1e9, out, cpu_by_kind(seen, proc.pid)
+    return wall, peak[0] / 1e9, out, {**cpu_by_kind(seen, proc.pid), "sampler_cpu_s": own[0]}
 
 
 def phases(stdout: str) -> tuple[float, float, float]:
