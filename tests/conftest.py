@@ -105,6 +105,20 @@ def chi2_pvalue(observed, expected) -> float:
     return 0.5 * math.erfc(z / math.sqrt(2))
 
 
+@contextlib.contextmanager
+def numba_threads(n: int):
+    """Kernels run on ``n`` numba threads (at most the cores numba sees) inside the block; the count before is
+    restored after it."""
+    import numba
+
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def table_2x3(tmp_path_factory):
     """The 2x3 score table (format v2, one HDF5 file), built once per test process: tests only read it."""

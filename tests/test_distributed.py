@@ -19,6 +19,8 @@ from solver.spec import SolveSpec
 from solver.store import Table
 from solver.workdir import WorkDir, WorkDirMismatch
 
+from conftest import numba_threads
+
 
 def test_new_keys_go_to_the_least_loaded_worker_largest_first_and_never_move():
     a = Assignment(3, 3)
@@ -100,8 +102,6 @@ def slow_part_key(board: int, cells: int, low: int, split: dict[int, int]) -> in
 def test_keys_and_owners_of_boards_match_pure_python_on_any_number_of_threads():
     """Assignment.keys_of and owners_of (one fused kernel: key, part, owner) against pure Python on 4,000 4x3
     boards, and on 300,000 boards the same on 2 threads as on 1 (blocks that start mid-array)."""
-    import numba
-
     rng = np.random.default_rng(3)
     cells = rng.integers(0, 9, size=(300_000, 12)).astype(np.uint64)
     boards = (cells << (np.arange(12, dtype=np.uint64) * np.uint64(4))).sum(axis=1, dtype=np.uint64)
@@ -117,14 +117,10 @@ def test_keys_and_owners_of_boards_match_pure_python_on_any_number_of_threads():
     assert a.keys_of(few, 12).tolist() == want
     assert a.owners_of(few, 12).tolist() == [owner.get(k, UNASSIGNED) for k in want]
     assert a.owners_of_keys(np.array(want, np.uint64)).tolist() == [owner.get(k, UNASSIGNED) for k in want]
-    before = numba.get_num_threads()
-    try:
-        numba.set_num_threads(1)
+    with numba_threads(1):
         one = a.keys_of(boards, 12), a.owners_of(boards, 12)
-        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    with numba_threads(2):
         two = a.keys_of(boards, 12), a.owners_of(boards, 12)
-    finally:
-        numba.set_num_threads(before)
     assert np.array_equal(one[0], two[0]) and np.array_equal(one[1], two[1])
     assert set(one[1].tolist()) == {UNASSIGNED, *range(6)}
 
@@ -301,18 +297,12 @@ def test_merge_parts_matches_sorting_every_board(piece_of, boards):
 def test_merge_parts_places_values_in_parallel_blocks_and_refuses_shared_boards():
     """300,000 boards in 5 pieces, merged on 2 threads (blocks that start mid-piece) as a plain sort gives them;
     pieces that share a board, or a piece with one value too few, are a clear error."""
-    import numba
-
     rng = np.random.default_rng(5)
     boards = np.unique(rng.integers(0, 2**60, size=300_000, dtype=np.uint64))
     piece = rng.integers(0, 5, size=boards.size)
     pieces = [boards[piece == k] for k in range(5)]
-    before = numba.get_num_threads()
-    try:
-        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    with numba_threads(2):
         ids, values = merge_parts(pieces, [p.astype(np.float64) / 7 for p in pieces])
-    finally:
-        numba.set_num_threads(before)
     assert np.array_equal(ids, boards) and np.array_equal(values, boards.astype(np.float64) / 7)
     with pytest.raises(ValueError, match="share 1 boards"):
         merge_parts([boards[:10], boards[9:20]], [np.zeros(10), np.zeros(11)])

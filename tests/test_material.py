@@ -14,7 +14,7 @@ from solver.distributed.material import material_keys
 from solver.spec import SolveSpec
 
 import naive
-from conftest import boards
+from conftest import boards, numba_threads
 
 
 def naive_key(grid, low: int) -> Counter:
@@ -165,21 +165,15 @@ def test_endgame_projection_scales_the_histograms_shares():
 
 
 def test_crossing_moves_do_not_depend_on_the_threads():
-    import numba
-
     rng = np.random.default_rng(3)
     grids = rng.choice([0, 1, 2, 3, 4, 5, 6], size=(5000, 3, 3))
     states = np.unique(np.array([naive.canonical(g.tolist()) for g in grids], np.uint64))
     spec = SolveSpec.parse("3x3", "score")
     lows = np.array([3, 4, 5], np.int64)
-    before = numba.get_num_threads()
-    try:
-        numba.set_num_threads(1)
+    with numba_threads(1):
         one = crossing_moves(states, spec.tables, spec.rules, lows)
-        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    with numba_threads(2):
         two = crossing_moves(states, spec.tables, spec.rules, lows)
-    finally:
-        numba.set_num_threads(before)
     assert one[0] == two[0] and one[1].tolist() == two[1].tolist() and one[1][0] > 0
     for a, b in zip(one[2:], two[2:], strict=True):
         assert np.array_equal(a, b)

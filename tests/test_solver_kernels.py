@@ -25,7 +25,7 @@ from solver.kernels import (
 from solver.threads import block_kernel, run_blocks, run_parallel
 
 import naive
-from conftest import PACKED_SHAPES, boards
+from conftest import PACKED_SHAPES, boards, numba_threads
 
 
 @given(st.lists(st.integers(0, 2**48 - 1), max_size=300), st.sampled_from([12, 36, 48, 64]))
@@ -110,9 +110,7 @@ def test_child_canonical_equals_canonical_of_child(case, cell, tile):
 
 
 def test_run_parallel_does_every_item_once_and_reraises():
-    previous = numba.get_num_threads()
-    numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
-    try:
+    with numba_threads(2):
         hits = np.zeros(37, np.int64)
 
         def count(lo, hi, out):
@@ -127,8 +125,6 @@ def test_run_parallel_does_every_item_once_and_reraises():
 
         with pytest.raises(ValueError, match="the last block"):
             run_parallel(last_block_fails, 10)
-    finally:
-        numba.set_num_threads(previous)
 
 
 @block_kernel
@@ -139,9 +135,7 @@ def _count_block(lo, hi, sel, out):
 
 @pytest.mark.parametrize("sizes, min_block", [([0, 1, 5, 300, 2, 1000], 1), ([7, 3], 256), ([4000], 16)])
 def test_run_blocks_does_every_item_of_every_job_once(sizes, min_block):
-    previous = numba.get_num_threads()
-    numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
-    try:
+    with numba_threads(2):
         hits = np.zeros(sum(sizes), np.int64)
         offsets = np.cumsum([0] + sizes)
         jobs = [(_count_block, n, (np.arange(offsets[k], offsets[k] + n), hits)) for k, n in enumerate(sizes)]
@@ -154,8 +148,6 @@ def test_run_blocks_does_every_item_of_every_job_once(sizes, min_block):
 
         with pytest.raises(ValueError, match="the last block"):
             run_blocks([(_count_block, 5, (np.arange(5), np.zeros(5, np.int64))), (last_block_fails, 10, ())])
-    finally:
-        numba.set_num_threads(previous)
 
 
 def test_a_kernels_first_call_compiles_on_a_pool_thread():

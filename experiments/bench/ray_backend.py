@@ -36,9 +36,9 @@ from pathlib import Path
 from solver.store import Table
 
 #: Seconds between two samples of the build's process tree.  A walk of every thread of a two-node Ray cluster's
-#: processes costs this process about 8 ms of CPU here; the bench used to walk twice (memory, then CPU) every
-#: 0.25 s, about 6% of one of the two cores the Ray build ran on, and next to nothing beside the local build's
-#: single process.  One walk every 0.5 s is about 1.6%, and the JSON reports it (``sampler_cpu_s``).
+#: processes costs this process 8-9 ms of CPU here; the bench used to walk twice (memory, then CPU) every 0.25 s,
+#: about 6% of one of the two cores the Ray build ran on, and next to nothing beside the local build's single
+#: process.  One walk every 0.5 s is about 1.8%, and the JSON reports it (``sampler_cpu_s``).
 SAMPLE_EVERY = 0.5
 PAGE = os.sysconf("SC_PAGE_SIZE")
 

@@ -71,12 +71,14 @@ def merge_parts(id_pieces, value_pieces) -> tuple[np.ndarray, np.ndarray]:
     if len(ids) != len(values) or any(i.shape != v.shape for i, v in zip(ids, values, strict=False)):
         raise ValueError("merge_parts: every piece of boards needs one value per board")
     kept = [k for k in range(len(ids)) if ids[k].size]
-    if len(kept) <= 1:
-        k = kept[0] if kept else None
-        return (ids[k], values[k]) if k is not None else (np.empty(0, np.uint64), np.empty(0, np.float64))
+    if not kept:
+        return np.empty(0, np.uint64), np.empty(0, np.float64)
+    if len(kept) == 1:
+        return ids[kept[0]], values[kept[0]]
     merged = merge_unique([ids[k] for k in kept])
-    if merged.size != sum(ids[k].size for k in kept):
-        raise ValueError(f"merge_parts: the pieces share {sum(ids[k].size for k in kept) - merged.size} boards")
+    total = sum(ids[k].size for k in kept)
+    if merged.size != total:
+        raise ValueError(f"merge_parts: the pieces share {total - merged.size} boards")
     out = np.empty(merged.size, np.float64)
     run_blocks([(_place_values, ids[k].size, (merged, ids[k], values[k], out)) for k in kept], min_block=1 << 15)
     return merged, out
