@@ -100,8 +100,8 @@ def slow_part_key(board: int, cells: int, low: int, split: dict[int, int]) -> in
 
 
 def test_keys_and_owners_of_boards_match_pure_python_on_any_number_of_threads():
-    """Assignment.keys_of and owners_of (one fused kernel: key, part, owner) against pure Python on 4,000 4x3
-    boards, and on 300,000 boards the same on 2 threads as on 1 (blocks that start mid-array)."""
+    """Assignment.keys_of, owners_of (one fused kernel: key, part, owner) and owners_in_split against pure Python
+    on 4,000 4x3 boards, and on 300,000 boards the same on 2 threads as on 1 (blocks that start mid-array)."""
     rng = np.random.default_rng(3)
     cells = rng.integers(0, 9, size=(300_000, 12)).astype(np.uint64)
     boards = (cells << (np.arange(12, dtype=np.uint64) * np.uint64(4))).sum(axis=1, dtype=np.uint64)
@@ -117,11 +117,13 @@ def test_keys_and_owners_of_boards_match_pure_python_on_any_number_of_threads():
     assert a.keys_of(few, 12).tolist() == want
     assert a.owners_of(few, 12).tolist() == [owner.get(k, UNASSIGNED) for k in want]
     assert a.owners_of_keys(np.array(want, np.uint64)).tolist() == [owner.get(k, UNASSIGNED) for k in want]
+    in_split = [owner.get(k, UNASSIGNED) if k >> PART_SHIFT or k in split else 99 for k in want]
+    assert a.owners_in_split(few, 12, 99).tolist() == in_split and 99 in in_split and len(set(in_split)) > 2
     with numba_threads(1):
-        one = a.keys_of(boards, 12), a.owners_of(boards, 12)
+        one = a.keys_of(boards, 12), a.owners_of(boards, 12), a.owners_in_split(boards, 12, 99)
     with numba_threads(2):
-        two = a.keys_of(boards, 12), a.owners_of(boards, 12)
-    assert np.array_equal(one[0], two[0]) and np.array_equal(one[1], two[1])
+        two = a.keys_of(boards, 12), a.owners_of(boards, 12), a.owners_in_split(boards, 12, 99)
+    assert all(np.array_equal(x, y) for x, y in zip(one, two, strict=True))
     assert set(one[1].tolist()) == {UNASSIGNED, *range(6)}
 
 

@@ -60,7 +60,7 @@ from .. import codec
 from ..backward import afterstate_values, solve_states
 from ..forward import Pending, expand, merge_unique
 from ..spec import SolveSpec
-from ..table_v2 import CodedLayer, decode_boards, encode_boards, write_age_file
+from ..table_v2 import CodedLayer, encode_boards, write_age_file
 from ..value_index import ValueIndex, build_value_index, empty_value_index
 from ..workdir import AgeCount, load_array, save_array, work_file
 from .lookups import lookup_sorted, merge_parts
@@ -140,10 +140,14 @@ class ColumnWorker:
         self._save("forward", age, f"{name}_lower", lower)
         self._save("forward", age, f"{name}_code", np.array([boards.size, low_bits], np.int64))
 
-    def _load_boards(self, age: int, name: str, worker: int | None = None) -> np.ndarray:
+    def _load_ranks(self, age: int, name: str, worker: int | None = None) -> np.ndarray:
+        """The ranks (``uint64[n]``) of saved sorted boards: sorted too, since ranks order boards as their IDs do."""
         n, low_bits = (int(x) for x in self._load("forward", age, f"{name}_code", worker))
         upper = self._load("forward", age, f"{name}_upper", worker)
-        return decode_boards(age, upper, self._load("forward", age, f"{name}_lower", worker), n, low_bits, self.spec)
+        return codec.ef_decode(upper, self._load("forward", age, f"{name}_lower", worker), n, low_bits)
+
+    def _load_boards(self, age: int, name: str, worker: int | None = None) -> np.ndarray:
+        return codec.shape_boards(self.spec.rank_shape, self._load_ranks(age, name, worker), age)
 
     def seed(self, starts: np.ndarray) -> int | None:
         """Take this worker's canonical start states (``uint64``, any ages); returns its first age."""
@@ -163,7 +167,7 @@ class ColumnWorker:
         self.pending.add_by_age(starts[owners == self.index], self.spec, after=last)
         for age in (a for a in finished if a >= last - 2):
             self.pending.add_children(age, self._load_boards(age, "afterstates"), self.spec, after=last)
-        self._take_moved(last + 2)  # this worker handed them off after spawning the last age
+        self._take_moved(last + 2, lost_keys=True)  # handed off after spawning the last age (its moves unknown)
         for source in range(self.n_workers):  # every worker saved its hand-off before the last age was journalled
             piece = self._crossing(last + 2, "handoff_sent", source).get(self.index)
             if source != self.index and piece is not None:
@@ -229,7 +233,7 @@ class ColumnWorker:
         self.pending.add_children(age, afterstates, self.spec)
         next_age = self.next_age()  # before the hand-off: some worker holds those states either way
         moving = self._lost_keys or self.assignment.split_keys.size  # some children may belong to another worker
-        self._handoff_out = self._take_moved(age + 2) if moving else {}
+        self._handoff_out = self._take_moved(age + 2, self._lost_keys) if moving else {}
         joined, counts = _by_worker(self._handoff_out, self.n_workers)
         self._save("forward", age + 2, "handoff_sent", joined)
         self._save("forward", age + 2, "handoff_sent_counts", counts)
@@ -246,13 +250,17 @@ class ColumnWorker:
         first = self.busy.pop(age, 0.0)
         return {"busy_s": first + time.perf_counter() - start, "first_s": first}
 
-    def _take_moved(self, age: int) -> dict[int, np.ndarray]:
-        """Take this worker's pending states of ``age`` whose keys other workers own now: ``{owner: sorted ids}``."""
+    def _take_moved(self, age: int, lost_keys: bool) -> dict[int, np.ndarray]:
+        """Take this worker's pending states of ``age`` whose keys other workers own now: ``{owner: sorted ids}``.
+        Unless some of its keys moved away in this age (``lost_keys``), only the states of split columns can."""
         runs = self.pending.runs.pop(age, [])
         if not runs:
             return {}
         states = merge_unique(runs)
-        owners = self.assignment.owners_of(states, self.spec.cells)
+        if lost_keys:
+            owners = self.assignment.owners_of(states, self.spec.cells)
+        else:
+            owners = self.assignment.owners_in_split(states, self.spec.cells, self.index)
         if np.any(owners < 0):
             raise CrossingMismatch(f"age {age}: a pending state's key has no owner")
         mine = owners == self.index
@@ -378,9 +386,10 @@ class ColumnWorker:
         ``{"id_bytes", "value_bytes"}``."""
         age = count.age
         workers = range(self.n_workers)
-        ids, values = merge_parts([self._load_boards(age, "afterstates", w) for w in workers],
-                                   [self._load("backward", age, "values", w) for w in workers])  # fmt: skip
-        upper, lower, low_bits = encode_boards(age, ids, self.spec)
+        # merged and coded as ranks: no board is unranked and ranked again (the local build reuses its forward code)
+        ranks, values = merge_parts([self._load_ranks(age, "afterstates", w) for w in workers],
+                                    [self._load("backward", age, "values", w) for w in workers])  # fmt: skip
+        upper, lower, low_bits = codec.ef_encode(ranks, codec.shape_universe(self.spec.rank_shape, age))
         layer = CodedLayer.encode(count, self.spec, upper, lower, low_bits, values,
                                   codec.value_code_for(self.spec.objective))  # fmt: skip
         write_age_file(Path(out), layer)

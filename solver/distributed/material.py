@@ -104,6 +104,19 @@ def _owners_block(lo, hi, ids, cells, low, split_keys, split_parts, keys, owners
         out[i] = owner_of_key(part_key(ids[i], cells, low, split_keys, split_parts), keys, owners)
 
 
+@block_kernel
+def _split_owners_block(lo, hi, ids, cells, low, split_keys, split_parts, keys, owners, default, out):
+    n_split = split_keys.shape[0]
+    for i in range(lo, hi):
+        b = ids[i]
+        key = material_key(b, cells, low)
+        j = _lower_bound(split_keys, 0, n_split, key)
+        if j < n_split and split_keys[j] == key:
+            out[i] = owner_of_key(key | part_of(b, split_parts[j]) << np.uint64(PART_SHIFT), keys, owners)
+        else:
+            out[i] = default
+
+
 def share_evenly(work: int, parts: int) -> list[int]:
     """``work`` shared among ``parts`` parts as the hash shares a column's boards: evenly, part 0 taking the rest."""
     return [work // parts + (work % parts if p == 0 else 0) for p in range(parts)]
@@ -221,6 +234,15 @@ class Assignment:
         out = np.empty(ids.shape[0], np.int64)
         run_parallel(_owners_block, ids.shape[0], ids, cells, self.low, self.split_keys, self.split_parts,
                      self.keys, self.owners, out, min_block=1 << 16)  # fmt: skip
+        return out
+
+    def owners_in_split(self, ids: np.ndarray, cells: int, default: int) -> np.ndarray:
+        """``int64[n]``: the owner of each board of ``ids`` (``uint64[n]``) whose column is split, ``default`` for
+        the others: :meth:`owners_of` for a worker whose keys did not move, without searching every key."""
+        ids = np.asarray(ids, np.uint64)
+        out = np.empty(ids.shape[0], np.int64)
+        run_parallel(_split_owners_block, ids.shape[0], ids, cells, self.low, self.split_keys, self.split_parts,
+                     self.keys, self.owners, np.int64(default), out, min_block=1 << 16)  # fmt: skip
         return out
 
     def assign(self, key_work: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
