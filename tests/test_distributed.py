@@ -17,7 +17,7 @@ from solver.distributed.lookups import lookup_sorted, merge_parts
 from solver.distributed.material import PART_SHIFT, UNASSIGNED, Assignment, material_keys, material_of
 from solver.spec import SolveSpec
 from solver.store import Table
-from solver.workdir import WorkDir, WorkDirMismatch
+from solver.workdir import WorkDir, WorkDirMismatch, journal_entries
 
 from conftest import numba_threads
 
@@ -328,6 +328,13 @@ def test_material_balance_reads_each_workers_seconds_from_the_journal(tmp_path, 
         assert got[p]["wall_s"] >= got[p]["all_s"] * 0.99
         assert got[p]["barrier_path_s"] >= got[p]["busiest_s"] - 0.002 * got[p]["ages"]  # each rounded to 1 ms
     assert got["critical_path_s"] <= got["all_work_s"]
+    counted = [e for e in journal_entries(tmp_path / "t.work") if "forward" in e]
+    assert len(counted) == got["forward"]["ages"] and all(
+        [sum(e["extra"]["states_w"]), sum(e["extra"]["afterstates_w"])]
+        == [e["forward"]["states"], e["forward"]["afterstates"]]
+        for e in counted
+    )
+    assert set(got["boards"]) == {"states", "afterstates", "both"} and min(got["boards"].values()) >= 1
     assert got["crossing"] == journal_total(work, "crossing") and got["moved_keys"] == journal_total(work, "moved_keys")
     assert main(["--journal", str(tmp_path / "t.work")]) == got
     assert "critical path" in capsys.readouterr().out

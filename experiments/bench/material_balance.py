@@ -27,12 +27,22 @@ from solver.spec import SolveSpec
 from solver.workdir import journal_entries
 
 
+def phase_imbalance(rows: list[list[float]]) -> float:
+    """The busiest worker's share summed over ages over an even share: ``rows`` holds each age's figure per
+    worker (seconds or boards)."""
+    busiest, total = sum(max(r) for r in rows), sum(sum(r) for r in rows)
+    return busiest * len(rows[0]) / total if total else 1.0
+
+
 def balance(work_dir) -> dict:
     """Per pass, the busiest worker's seconds summed over ages, the even share, and their ratio (the imbalance),
     with the critical path (both passes' busiest) and all the workers' seconds, from a work directory's journal.
     Where the journal has them (``first_s``, ``wall_s``): the critical path with the barrier inside each age (the
     busiest worker before the exchange plus the busiest after it), and the driver's wall seconds of the ages'
-    steps; what the wall adds to the barrier's path is the exchange and the calls' own cost."""
+    steps; what the wall adds to the barrier's path is the exchange and the calls' own cost.  Where the journal has
+    each worker's states and afterstates per age (``states_w``, ``afterstates_w``): the imbalance in boards of the
+    states, of the afterstates and of both (``boards``); the steps on either side of an age's exchange work on one
+    kind each, so each kind waits for its own busiest worker."""
     lines = journal_entries(work_dir)
     passes = {"forward": [x["extra"] for x in lines if "busy_s" in x.get("extra", {})],
               "backward": [x["code"] for x in lines if "busy_s" in x.get("code", {})]}  # fmt: skip
@@ -42,15 +52,19 @@ def balance(work_dir) -> dict:
             raise ValueError(f"{work_dir}: the journal has no {name} ages with each worker's seconds (busy_s)")
         rows = [a["busy_s"] for a in ages]
         busiest, total = sum(max(r) for r in rows), sum(sum(r) for r in rows)
-        even = total / len(rows[0])
-        out[name] = {"ages": len(rows), "busiest_s": busiest, "even_s": even, "all_s": total,
-                     "imbalance": busiest / even if even else 1.0}  # fmt: skip
+        out[name] = {"ages": len(rows), "busiest_s": busiest, "even_s": total / len(rows[0]), "all_s": total,
+                     "imbalance": phase_imbalance(rows)}  # fmt: skip
         if all("first_s" in a and "wall_s" in a for a in ages):
             out[name]["barrier_path_s"] = sum(
                 max(a["first_s"]) + max(b - f for b, f in zip(a["busy_s"], a["first_s"], strict=True)) for a in ages
             )
             out[name]["wall_s"] = sum(a["wall_s"] for a in ages)
             out[name]["write_wait_s"] = sum(a.get("write_wait_s", 0.0) for a in ages)
+    counted = [a for a in passes["forward"] if "states_w" in a]
+    if counted:  # journals written before the counts were kept have none
+        out["boards"] = {kind: phase_imbalance([a[f"{kind}_w"] for a in counted]) for kind in ("states", "afterstates")}
+        out["boards"]["both"] = phase_imbalance([[s + t for s, t in zip(a["states_w"], a["afterstates_w"], strict=True)]
+                                                 for a in counted])  # fmt: skip
     out["critical_path_s"] = out["forward"]["busiest_s"] + out["backward"]["busiest_s"]
     out["all_work_s"] = out["forward"]["all_s"] + out["backward"]["all_s"]
     return {**out, **exchanged_boards(work_dir)}
@@ -67,6 +81,10 @@ def describe(report: dict) -> str:
                      f"{p['wall_s']:.1f} s" + (f" + waiting for writes {p['write_wait_s']:.1f} s" if name == "backward"
                                                else ""))  # fmt: skip
         lines.append(line)
+    if "boards" in report:
+        b = report["boards"]
+        lines.append(f"boards per age, busiest over an even share: states {b['states']:.3f}x, afterstates "
+                     f"{b['afterstates']:.3f}x, both {b['both']:.3f}x")  # fmt: skip
     lines.append(f"critical path {report['critical_path_s']:.1f} s of {report['all_work_s']:.1f} s of work; crossing "
                  f"{report['crossing']:,}, handed off {report['handed_off']:,}, moved {report['moved_keys']:,}, "
                  f"columns split {report['split_keys']:,}")  # fmt: skip

@@ -194,7 +194,11 @@ class MaterialBuild:
                     "split_parts": [int(p) for p in split_parts],
                 }
                 handed = sum(s["handed_off"] for s in spawned)
-                extra = {**assigned, "crossing": sent, "handed_off": handed, **seconds(spawned, started)}
+                boards = {
+                    "states_w": [e["states"] for e in expanded],
+                    "afterstates_w": [s["afterstates"] for s in spawned],
+                }
+                extra = {**assigned, "crossing": sent, "handed_off": handed, **boards, **seconds(spawned, started)}
                 self.work.record_forward(count, extra=extra)
                 self.counts[age] = count
                 bar.update()
