@@ -118,6 +118,17 @@ def test_critical_path_replays_the_drivers_assignment_by_hand():
     assert calibrate(ages, 8, local_seconds=15.0, ray_seconds=19.0, tolerance=None, split=None)["overhead"] == 1.0
 
 
+def test_critical_path_counts_a_moved_keys_states_on_its_old_machine():
+    """Age 12, worked by hand: new key 33 (6 afterstates) joins machine 0, then key 1 moves to machine 1 to even
+    out the afterstates (7 and 1).  Key 1's 5 states of age 12 were expanded on machine 0 before the move (the
+    driver hands off only its states of later ages): machine 0 holds 5 + 6, not 0 + 6."""
+    from experiments.scale.critical_path import replay
+
+    ages = {10: row([1, 17], [1, 1], [4, 4], []), 12: row([1, 17, 33], [5, 1, 0], [1, 1, 6], [])}
+    _, second = replay(ages, 8, 2, tolerance=0.0, split=None)
+    assert (second.busiest, second.busiest_states, second.busiest_afterstates) == (11, 5, 6)
+
+
 def test_critical_path_replays_a_split_column_by_hand():
     """A column of 10 of the age's 12 afterstates on two machines (an even share is 6) splits in two halves, each
     on a machine; the small column joins the first.  Half of the split column's states are spawned by an

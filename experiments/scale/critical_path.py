@@ -12,7 +12,8 @@ machine.  For each machine count M this replays, age by age:
   that age, weighed by afterstates); with ``--rebalance TOL``, keys also move between machines at every age as
   the driver moves them (:meth:`~solver.distributed.material.Assignment.rebalance`), and without it a key never
   moves (the driver's ``--rebalance off``);
-* compute: the busiest machine's states + afterstates, at ``rate`` per core-second on ``cores`` cores;
+* compute: the busiest machine's states (held since the age before) + afterstates, at ``rate`` per core-second
+  on ``cores`` cores;
 * exchange: every crossing pair whose source and target keys sit on different machines sends each of its
   afterstates twice, once as an ID (8 B, forward) and once as a value (8 B, backward); a target key that no
   afterstate of the age has is a won game, whose value is known.  A machine's NIC carries 8 B per such afterstate
@@ -102,6 +103,8 @@ def replay(ages: dict[int, dict], tile: int, machines: int, tolerance: float | N
         keys = np.asarray([int(k) for k in row["keys"]], np.uint64)
         states, after = np.asarray(row["states"], np.int64), np.asarray(row["afterstates"], np.int64)
         owners = assignment.owners_of_keys(keys)
+        # the age's states sit where the age before put their keys (the driver hands them off after its spawns)
+        before = distribution(assignment, keys, machines)
         # the driver weighs keys by their expanded afterstates; a key with states only is new only at the start
         weight = np.where(after > 0, after, np.where(owners == UNASSIGNED, states, 0))
         key_work = {int(k): int(w) for k, w, a, o in zip(keys, weight, after, owners, strict=True)
@@ -118,7 +121,9 @@ def replay(ages: dict[int, dict], tile: int, machines: int, tolerance: float | N
             for part in moved_keys:
                 moved += states[row_of[int(material_of([part])[0])]] / len(assignment.parts_of(int(part)))
         share = distribution(assignment, keys, machines)
-        load_states, load_after = states @ share, after @ share
+        new = before.sum(axis=1) == 0  # start states of keys new in this age: where the driver puts them
+        before[new] = share[new]
+        load_states, load_after = states @ before, after @ share
         busiest = int(np.argmax(load_states + load_after))
         # spawns into another part of a split column: each such state once, an ID forward and a value back
         spawn_far = states * (1 - (share**2).sum(axis=1))
