@@ -119,14 +119,23 @@ def test_critical_path_replays_the_drivers_assignment_by_hand():
 
 
 def test_critical_path_counts_a_moved_keys_states_on_its_old_machine():
-    """Age 12, worked by hand: new key 33 (6 afterstates) joins machine 0, then key 1 moves to machine 1 to even
-    out the afterstates (7 and 1).  Key 1's 5 states of age 12 were expanded on machine 0 before the move (the
-    driver hands off only its states of later ages): machine 0 holds 5 + 6, not 0 + 6."""
+    """Age 12, worked by hand.  Weights (afterstates + afterstates x states at 12 / afterstates at 10, rounded; the
+    age's ratio 6 / 8 for a key new at 12): key 1 gets 1 + 1, key 17 1 + 0, key 33 6 + 4.  Key 33 joins machine 1
+    (loads 2 and 1), then key 17 moves to machine 0 (2 and 11: gap 9, key 33's 10 does not fit).  Key 17's state
+    of age 12 was expanded on machine 1 before the move: machine 0 holds 5 states + 2 afterstates, machine 1 1 + 6."""
     from experiments.scale.critical_path import replay
 
     ages = {10: row([1, 17], [1, 1], [4, 4], []), 12: row([1, 17, 33], [5, 1, 0], [1, 1, 6], [])}
     _, second = replay(ages, 8, 2, tolerance=0.0, split=None)
-    assert (second.busiest, second.busiest_states, second.busiest_afterstates) == (11, 5, 6)
+    assert (second.busiest, second.busiest_states, second.busiest_afterstates) == (7, 5, 2)
+
+
+def test_states_ahead_weigh_each_key_by_its_own_ratio():
+    from solver.distributed.material import with_states_ahead
+
+    # key 1: 4 x 6 / 3 = 8 ahead; key 2: 2 x 1 / 1; key 3 had no afterstates before: the age's ratio (7 / 4) x 4
+    assert with_states_ahead({1: 4, 2: 2, 3: 4}, {1: 6, 2: 1}, {1: 3, 2: 1}) == {1: 12, 2: 4, 3: 11}
+    assert with_states_ahead({1: 4}, {1: 9}, {}) == {1: 8}  # nothing before (the first age, or a resume): ratio 1
 
 
 def test_critical_path_replays_a_split_column_by_hand():

@@ -9,9 +9,10 @@ machine.  For each machine count M this replays, age by age:
 
 * the assignment: the keys new in an age go to machines exactly as the distributed driver gives them
   (:class:`solver.distributed.material.Assignment`: largest first, each to the machine with the least work of
-  that age, weighed by afterstates); with ``--rebalance TOL``, keys also move between machines at every age as
-  the driver moves them (:meth:`~solver.distributed.material.Assignment.rebalance`), and without it a key never
-  moves (the driver's ``--rebalance off``);
+  that age, weighed by afterstates and the states they forecast for the age after,
+  :func:`~solver.distributed.material.with_states_ahead`); with ``--rebalance TOL``, keys also move between
+  machines at every age as the driver moves them (:meth:`~solver.distributed.material.Assignment.rebalance`), and
+  without it a key never moves (the driver's ``--rebalance off``);
 * compute: the busiest machine's states (held since the age before) + afterstates, at ``rate`` per core-second
   on ``cores`` cores;
 * exchange: every crossing pair whose source and target keys sit on different machines sends each of its
@@ -34,7 +35,7 @@ import numpy as np
 
 from solver.__main__ import material_low, rebalance_tolerance, split_threshold
 from solver.distributed.driver import DEFAULT_SPLIT, DEFAULT_TOLERANCE
-from solver.distributed.material import UNASSIGNED, Assignment, material_of, share_evenly
+from solver.distributed.material import UNASSIGNED, Assignment, material_of, share_evenly, with_states_ahead
 
 from .material import load_ages
 
@@ -96,6 +97,7 @@ def replay(ages: dict[int, dict], tile: int, machines: int, tolerance: float | N
     low = material_low(int(tile), "--tile")
     assignment = Assignment(machines, low)
     out = []
+    earlier: dict[int, int] = {}  # the afterstates by key of the age before
     for age in sorted(ages):
         row = ages[age]["by_threshold"].get(str(tile))
         if row is None:
@@ -105,18 +107,20 @@ def replay(ages: dict[int, dict], tile: int, machines: int, tolerance: float | N
         owners = assignment.owners_of_keys(keys)
         # the age's states sit where the age before put their keys (the driver hands them off after its spawns)
         before = distribution(assignment, keys, machines)
-        # the driver weighs keys by their expanded afterstates; a key with states only is new only at the start
-        weight = np.where(after > 0, after, np.where(owners == UNASSIGNED, states, 0))
-        key_work = {int(k): int(w) for k, w, a, o in zip(keys, weight, after, owners, strict=True)
-                    if a > 0 or o == UNASSIGNED}  # fmt: skip
+        # the driver weighs keys by their expanded afterstates and the states these forecast for the age after (a
+        # key with states only is new only at the start)
+        by_after = {int(k): int(a) for k, a in zip(keys, after, strict=True) if a > 0}
+        ahead = with_states_ahead(by_after, {int(k): int(n) for k, n in zip(keys, states, strict=True)}, earlier)
+        earlier = by_after
+        key_work = {int(k): ahead[int(k)] if a > 0 else int(n) for k, n, a, o in zip(keys, states, after, owners,
+                    strict=True) if a > 0 or o == UNASSIGNED}  # fmt: skip
         if split is not None:
             assignment.split(spread(assignment, key_work), split)
         assignment.assign(spread(assignment, key_work))
         moved = 0.0
         if tolerance is not None:
-            # weighed as the driver weighs them: by the afterstates of the age
-            by_after = spread(assignment, {int(k): int(a) for k, a in zip(keys, after, strict=True) if a > 0})
-            moved_keys, _ = assignment.rebalance(by_after, tolerance)
+            # weighed as the driver weighs them
+            moved_keys, _ = assignment.rebalance(spread(assignment, ahead), tolerance)
             row_of = {int(k): i for i, k in enumerate(keys)}
             for part in moved_keys:
                 moved += states[row_of[int(material_of([part])[0])]] / len(assignment.parts_of(int(part)))

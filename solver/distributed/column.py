@@ -4,7 +4,7 @@ The driver calls the steps in order for every age, on every worker, and carries 
 
 forward, increasing ages::
 
-    expand(age)            -> {"states", "terminal", "key_work": {key: afterstates made}}
+    expand(age)            -> {"states", "terminal", "key_work": {key: afterstates made}, "key_states": {key: states}}
     send_crossing(age, changes)                 -> {owner: crossing afterstates (sorted)}
                            (changes: the columns split in this age, the keys assigned or moved, their owners)
     receive_crossing(age, source, ids)          (from every other worker's send_crossing)
@@ -86,6 +86,12 @@ def _by_worker(ids: dict[int, np.ndarray], n_workers: int) -> tuple[np.ndarray, 
 def _split_by_worker(joined: np.ndarray, counts: np.ndarray) -> dict[int, np.ndarray]:
     ends = np.cumsum(counts)
     return {w: joined[ends[w] - counts[w] : ends[w]] for w in range(counts.size) if counts[w]}
+
+
+def _counts(keys: np.ndarray) -> dict[int, int]:
+    """``{key: how many times}`` of ``keys`` (``uint64[n]``)."""
+    unique, counts = np.unique(keys, return_counts=True)
+    return dict(zip((int(k) for k in unique), (int(c) for c in counts), strict=True))
 
 
 def busy(step):
@@ -191,7 +197,8 @@ class ColumnWorker:
         unique, counts = np.unique(keys, return_counts=True)
         self._states[age], self._expanded[age] = states, (afterstates, keys, unique)
         return {"states": int(states.size), "terminal": int(terminal),
-                "key_work": dict(zip((int(k) for k in unique), (int(c) for c in counts), strict=True))}  # fmt: skip
+                "key_work": dict(zip((int(k) for k in unique), (int(c) for c in counts), strict=True)),
+                "key_states": _counts(self.assignment.keys_of(states, self.spec.cells))}  # fmt: skip
 
     @busy
     def send_crossing(self, age: int, changes: Changes) -> dict[int, np.ndarray]:

@@ -26,17 +26,17 @@ from ..table_v2 import TableWriterV2
 from ..workdir import AgeCount, WorkDir, journal_entries, load_array
 from .column import ColumnWorker, part_file
 from .lookups import merge_parts
-from .material import Assignment, Changes, key_counts
+from .material import Assignment, Changes, key_counts, with_states_ahead
 
 #: The default threshold: columns are the multisets of tiles >= 2**DEFAULT_LOW.
 DEFAULT_LOW = 3
 
 
 #: The default tolerance of the rebalancing: keys move while an age's busiest worker holds more than 1.05 times an
-#: even share of its afterstates (:meth:`Assignment.rebalance`).
+#: even share of its work (:func:`with_states_ahead`, :meth:`Assignment.rebalance`).
 DEFAULT_TOLERANCE = 0.05
-#: The default splitting threshold: a column whose afterstates in an age exceed this many even shares of the age
-#: cannot be balanced whole, and is split across a group of workers (:meth:`Assignment.split`).
+#: The default splitting threshold: a column whose work in an age (:func:`with_states_ahead`) exceeds this many
+#: even shares of the age cannot be balanced whole, and is split across a group of workers (:meth:`Assignment.split`).
 DEFAULT_SPLIT = 1 + DEFAULT_TOLERANCE
 EMPTY_CHANGES = np.empty(0, np.uint64), np.empty(0, np.int64)
 
@@ -45,6 +45,15 @@ def final_owners(keys, owners) -> tuple[np.ndarray, np.ndarray]:
     """``(keys uint64[k], owners int64[k])``, each key once with the last of its owners in ``owners``."""
     last = dict(zip((int(k) for k in keys), (int(o) for o in owners), strict=True))
     return np.array(list(last), np.uint64), np.array(list(last.values()), np.int64)
+
+
+def summed(counts) -> dict[int, int]:
+    """The sum of several ``{key: count}``."""
+    out: dict[int, int] = {}
+    for part in counts:
+        for key, n in part.items():
+            out[key] = out.get(key, 0) + n
+    return out
 
 
 def seconds(results: list[dict], started: float) -> dict[str, list[float] | float]:
@@ -138,6 +147,9 @@ class MaterialBuild:
         self.assignment.assign(key_counts(self.start_ids, spec.cells, low))
         self.workers = make_workers(spec, self.assignment.copy(), n_workers, str(work.path.resolve()))
         self.counts: dict[int, AgeCount] = {c.age: c for c in work.forward_counts}
+        #: the last age's afterstates by key, for :func:`with_states_ahead` (none after a resume: it then takes the
+        #: age's ratio for every key, once)
+        self.earlier: dict[int, dict[int, int]] = {}
 
     def _restore_assignment(self) -> Changes:
         """The columns the journalled ages split, and the keys they assigned or moved, each with its last owner,
@@ -168,10 +180,10 @@ class MaterialBuild:
                 age = min(upcoming)
                 started = time.perf_counter()
                 expanded = self.workers.expand(age)
-                key_work: dict[int, int] = {}
-                for e in expanded:
-                    for key, n in e["key_work"].items():
-                        key_work[key] = key_work.get(key, 0) + n
+                afterstates_by_key = summed(e["key_work"] for e in expanded)
+                states_by_key = summed(e["key_states"] for e in expanded)
+                key_work = with_states_ahead(afterstates_by_key, states_by_key, self.earlier.pop(age - 2, {}))
+                self.earlier = {age: afterstates_by_key}
                 split_keys, split_parts = EMPTY_CHANGES
                 if self.split is not None:
                     split_keys, split_parts, key_work = self.assignment.split(key_work, self.split)

@@ -122,6 +122,21 @@ def share_evenly(work: int, parts: int) -> list[int]:
     return [work // parts + (work % parts if p == 0 else 0) for p in range(parts)]
 
 
+def with_states_ahead(key_work: dict[int, int], key_states: dict[int, int], earlier: dict[int, int]) -> dict[int, int]:
+    """Each key's work in an age as the driver weighs it: its afterstates of age a (``key_work``) plus a forecast
+    of its states of age a + 2, which its owner at a will hold: the afterstates times the key's own ratio of
+    states at a (``key_states``) to afterstates at a - 2 (``earlier``), or the whole age's ratio for a key that
+    had no afterstates then.  Weighed by afterstates alone, the states end up out of balance (1.12 of an even
+    share on 4x3 ``tile:6``; docs/solver-performance.md)."""
+    before = sum(earlier.values())
+    age_ratio = sum(key_states.values()) / before if before else 1.0
+    out = {}
+    for key, afterstates in key_work.items():
+        ratio = key_states.get(key, 0) / earlier[key] if earlier.get(key) else age_ratio
+        out[key] = afterstates + round(afterstates * ratio)
+    return out
+
+
 def material_of(keys) -> np.ndarray:
     """``uint64[n]``: the material key of each (part) key of ``keys``."""
     return np.asarray(keys, np.uint64) & _MATERIAL_MASK
