@@ -329,14 +329,16 @@ def main(argv=None) -> int:
         default=None,
         metavar="TOL|off",
         help="ray: at every age, move columns from the busiest machine to the least busy while the busiest has more "
-        "than (1 + TOL) times an even share of the age's afterstates (default 0.05); off: a column stays where it "
+        "than (1 + TOL) times an even share of the age's work (afterstates, and the states they forecast for the "
+        "next age; default 0.05); off: a column stays where it "
         "first appeared",
     )
     p.add_argument(
         "--split",
         default=None,
         metavar="SHARES|off",
-        help="ray: split a column whose afterstates in an age exceed SHARES times an even share of the age across "
+        help="ray: split a column whose work in an age (as --rebalance weighs it) exceeds SHARES times an even "
+        "share of the age across "
         "every machine, by a hash of the board (default 1.05); off: a column stays whole",
     )
     p.set_defaults(fn=cmd_build)
