@@ -64,7 +64,7 @@ from ..table_v2 import CodedLayer, encode_boards, write_age_file
 from ..value_index import ValueIndex, build_value_index, empty_value_index
 from ..workdir import AgeCount, load_array, save_array, work_file
 from .lookups import lookup_sorted, merge_parts
-from .material import Assignment, Changes
+from .material import Assignment, Changes, counts_of
 
 EMPTY_IDS = np.empty(0, np.uint64)
 
@@ -86,12 +86,6 @@ def _by_worker(ids: dict[int, np.ndarray], n_workers: int) -> tuple[np.ndarray, 
 def _split_by_worker(joined: np.ndarray, counts: np.ndarray) -> dict[int, np.ndarray]:
     ends = np.cumsum(counts)
     return {w: joined[ends[w] - counts[w] : ends[w]] for w in range(counts.size) if counts[w]}
-
-
-def _counts(keys: np.ndarray) -> dict[int, int]:
-    """``{key: how many times}`` of ``keys`` (``uint64[n]``)."""
-    unique, counts = np.unique(keys, return_counts=True)
-    return dict(zip((int(k) for k in unique), (int(c) for c in counts), strict=True))
 
 
 def busy(step):
@@ -194,11 +188,10 @@ class ColumnWorker:
         states = merge_unique([*self.pending.runs.pop(age, []), *handed.values()])
         afterstates, terminal = expand(states, self.spec)
         keys = self.assignment.keys_of(afterstates, self.spec.cells)
-        unique, counts = np.unique(keys, return_counts=True)
-        self._states[age], self._expanded[age] = states, (afterstates, keys, unique)
-        return {"states": int(states.size), "terminal": int(terminal),
-                "key_work": dict(zip((int(k) for k in unique), (int(c) for c in counts), strict=True)),
-                "key_states": _counts(self.assignment.keys_of(states, self.spec.cells))}  # fmt: skip
+        key_work = counts_of(keys)
+        self._states[age], self._expanded[age] = states, (afterstates, keys, np.fromiter(key_work, np.uint64))
+        return {"states": int(states.size), "terminal": int(terminal), "key_work": key_work,
+                "key_states": counts_of(self.assignment.keys_of(states, self.spec.cells))}  # fmt: skip
 
     @busy
     def send_crossing(self, age: int, changes: Changes) -> dict[int, np.ndarray]:

@@ -147,8 +147,8 @@ class MaterialBuild:
         self.assignment.assign(key_counts(self.start_ids, spec.cells, low))
         self.workers = make_workers(spec, self.assignment.copy(), n_workers, str(work.path.resolve()))
         self.counts: dict[int, AgeCount] = {c.age: c for c in work.forward_counts}
-        #: the last age's afterstates by key, for :func:`with_states_ahead` (none after a resume: it then takes the
-        #: age's ratio for every key, once)
+        #: the last age's afterstates by key, for :func:`with_states_ahead` (none after a resume: the first age then
+        #: weighs its keys by their afterstates alone, every ratio being 1)
         self.earlier: dict[int, dict[int, int]] = {}
 
     def _restore_assignment(self) -> Changes:

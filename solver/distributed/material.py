@@ -142,10 +142,15 @@ def material_of(keys) -> np.ndarray:
     return np.asarray(keys, np.uint64) & _MATERIAL_MASK
 
 
+def counts_of(keys: np.ndarray) -> dict[int, int]:
+    """``{key: how many times}`` of ``keys`` (``uint64[n]``), in increasing order of key."""
+    unique, counts = np.unique(keys, return_counts=True)
+    return dict(zip((int(k) for k in unique), (int(c) for c in counts), strict=True))
+
+
 def key_counts(ids: np.ndarray, cells: int, low: int) -> dict[int, int]:
     """``{material key: number of boards}`` of the boards ``ids`` (``uint64[n]``)."""
-    keys, counts = np.unique(material_keys(ids, cells, low), return_counts=True)
-    return dict(zip((int(k) for k in keys), (int(c) for c in counts), strict=True))
+    return counts_of(material_keys(ids, cells, low))
 
 
 class Assignment:
