@@ -36,6 +36,7 @@ def test_keys_and_crossing_moves_match_the_reference(case):
     lows = np.array([3, 4, 6], np.int64)
     got = crossing_moves(np.array([naive.pack(grid)], np.uint64), spec.tables, spec.rules, lows)
     for i, low in enumerate(lows):
+        assert key(grid, low) == sum(17 ** (e - low) * n for e, n in naive_key(grid, low).items())
         assert key([[v if v >= low else 0 for v in row] for row in grid], low) == key(grid, low)
         assert {key(image, low) for image in naive.symmetries(grid)} == {key(grid, low)}
         legal = crossing = 0

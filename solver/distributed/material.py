@@ -20,8 +20,10 @@ import numpy as np
 from ..kernels import _lower_bound
 from ..threads import block_kernel, run_parallel
 
-#: 17**d for every digit d (a lookup: numba's integer power loops, ten times slower than the key's other work).
-_POWERS = np.array([17**d for d in range(16)], np.uint64)
+#: ``_DIGIT[low, e]``: what a tile of exponent ``e`` adds to the key of threshold ``low``, 17**(e - low) or 0 below
+#: ``low`` (a lookup with no branch: numba's integer power loops, and a branch on every cell's exponent is
+#: mispredicted often enough to cost more than the rest of the key).
+_DIGIT = np.array([[17 ** (e - low) if e >= low else 0 for e in range(16)] for low in range(16)], np.uint64)
 #: Owner of a key the assignment does not hold yet.
 UNASSIGNED = -1
 #: A part's number sits above the material key's 54 bits.
@@ -37,9 +39,7 @@ def material_key(b, cells, low):
     """The multiset of exponents >= ``low`` on packed board ``b`` (``uint64``)."""
     key = np.uint64(0)
     for c in range(cells):
-        e = int((b >> np.uint64(4 * c)) & np.uint64(15))
-        if e >= low:
-            key += _POWERS[e - low]
+        key += _DIGIT[low, (b >> np.uint64(4 * c)) & np.uint64(15)]
     return key
 
 
