@@ -35,11 +35,14 @@ from pathlib import Path
 
 from solver.store import Table
 
-#: Seconds between two samples of the build's process tree.  A walk of every thread of a two-node Ray cluster's
-#: processes costs this process 8-9 ms of CPU here; the bench used to walk twice (memory, then CPU) every 0.25 s,
-#: about 6% of one of the two cores the Ray build ran on, and next to nothing beside the local build's single
-#: process.  One walk every 0.5 s is about 1.8%, and the JSON reports it (``sampler_cpu_s``).
+#: Seconds between two samples of the build's processes' CPU and memory (their ``stat`` files only).
 SAMPLE_EVERY = 0.5
+#: Seconds between two walks that find the build's processes.  A walk reads the children of every thread of every
+#: process of the tree: on a two-node Ray cluster about 17 ms of this process's CPU, which every 0.5 s took 3.4% of
+#: one of the two cores the Ray build ran on.  The cluster's processes start with it and the actors within the
+#: build's first seconds, so a walk every few seconds finds them all; a process is sampled from the walk after it
+#: starts (its CPU before that is counted, being cumulative; its memory is not).
+DISCOVER_EVERY = 5.0
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -48,23 +51,30 @@ def own_rss() -> int:
     return int(Path("/proc/self/statm").read_text().split()[1]) * PAGE
 
 
-def tree_stats(root: int) -> dict[int, tuple[str, float, int]]:
-    """``{pid: (command line, CPU seconds so far, resident bytes)}`` of ``root``'s descendants (not ``root``
-    itself), in one walk of their threads' children."""
-    out, todo, tick = {}, [root], os.sysconf("SC_CLK_TCK")
+def descendants(root: int) -> dict[int, str]:
+    """``{pid: command line}`` of ``root``'s descendants (not ``root`` itself), in one walk of their threads'
+    children."""
+    out, todo = {}, [root]
     while todo:
         pid = todo.pop()
         try:
             if pid != root:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                # utime + stime; rss in pages
-                out[pid] = command, (int(fields[11]) + int(fields[12])) / tick, int(fields[21]) * PAGE
+                out[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             for task in Path(f"/proc/{pid}/task").iterdir():
                 todo += [int(c) for c in (task / "children").read_text().split()]
-        except (FileNotFoundError, ProcessLookupError, PermissionError, IndexError):
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
             continue
     return out
+
+
+def cpu_and_rss(pid: int) -> tuple[float, int] | None:
+    """``(CPU seconds so far, resident bytes)`` of process ``pid``, or None if it has exited."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    # utime + stime; rss in pages
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), int(fields[21]) * PAGE
 
 
 def cpu_by_kind(seen: dict[int, tuple[str, float]], driver: int) -> dict[str, float]:
@@ -86,12 +96,20 @@ def run_tree_measured(argv: list[str]) -> tuple[float, float, str, dict[str, flo
     peak, seen, own = [0], {}, [0.0]
 
     def sample() -> None:
+        commands, walked = {}, -DISCOVER_EVERY
         while proc.poll() is None:
-            stats = tree_stats(os.getpid())
-            peak[0] = max(peak[0], sum(rss for _, _, rss in stats.values()) + own_rss())
-            for pid, (command, cpu, _) in stats.items():
-                # a process that is exiting reads an empty command line: keep the one seen before
-                seen[pid] = (command if command.strip() else seen.get(pid, ("", 0.0))[0], cpu)
+            if time.perf_counter() - walked >= DISCOVER_EVERY:
+                walked = time.perf_counter()
+                for pid, command in descendants(os.getpid()).items():
+                    # a process that is exiting reads an empty command line: keep the one seen before
+                    commands[pid] = command if command.strip() else commands.get(pid, "")
+            resident = own_rss()
+            for pid, command in commands.items():
+                stats = cpu_and_rss(pid)
+                if stats is not None:
+                    seen[pid] = (command, stats[0])
+                    resident += stats[1]
+            peak[0] = max(peak[0], resident)
             own[0] = time.thread_time()
             time.sleep(SAMPLE_EVERY)
 
