@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import multiprocessing.util
 import os
 import shutil
 import signal
@@ -149,9 +150,13 @@ def no_process_left_running():
 
 def pytest_sessionfinish(session, exitstatus):
     """The session's table cache (the 3x3 table alone is 125 MB) does not outlive it (pytest keeps its last three
-    base temporary directories), nor does the short link to its temporary directory."""
+    base temporary directories), nor does the short link to its temporary directory.
+
+    The link goes last, as this process exits: multiprocessing (SB3's SubprocVecEnv) keeps a temporary directory
+    below it and removes it then, in an exit finalizer of priority -100; a finalizer of lower priority runs after
+    that one (removed here, the link took the directory's path away first, and the finalizer failed)."""
     shutil.rmtree(os.environ["SOLVED2048_HOME"], ignore_errors=True)
-    SHORT_TMP.unlink(missing_ok=True)
+    multiprocessing.util.Finalize(None, SHORT_TMP.unlink, kwargs={"missing_ok": True}, exitpriority=-200)
 
 
 #: multiprocessing's helper processes (SB3's SubprocVecEnv starts them): they serve this process until it exits,
