@@ -44,6 +44,7 @@ SAMPLE_EVERY = 0.5
 #: starts (its CPU before that is counted, being cumulative; its memory is not).
 DISCOVER_EVERY = 5.0
 PAGE = os.sysconf("SC_PAGE_SIZE")
+TICK = os.sysconf("SC_CLK_TCK")
 
 
 def own_rss() -> int:
@@ -74,7 +75,7 @@ def cpu_and_rss(pid: int) -> tuple[float, int] | None:
     except (FileNotFoundError, ProcessLookupError):
         return None
     # utime + stime; rss in pages
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), int(fields[21]) * PAGE
+    return (int(fields[11]) + int(fields[12])) / TICK, int(fields[21]) * PAGE
 
 
 def cpu_by_kind(seen: dict[int, tuple[str, float]], driver: int) -> dict[str, float]:
