@@ -13,17 +13,21 @@ of a key that moved.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numba
 import numpy as np
 
-from ..kernels import _lower_bound
 from ..threads import block_kernel, run_parallel
 
 #: ``_DIGIT[low, e]``: what a tile of exponent ``e`` adds to the key of threshold ``low``, 17**(e - low) or 0 below
 #: ``low`` (a lookup with no branch: numba's integer power loops, and a branch on every cell's exponent is
 #: mispredicted often enough to cost more than the rest of the key).
 _DIGIT = np.array([[17 ** (e - low) if e >= low else 0 for e in range(16)] for low in range(16)], np.uint64)
+#: ``_PAIR[low, byte]``: the same for the two cells of one byte of a packed board (half the lookups; a row is 2 KiB
+#: and stays in the L1 cache).
+_PAIR = np.array([[_DIGIT[low, byte & 15] + _DIGIT[low, byte >> 4] for byte in range(256)] for low in range(16)],
+                 np.uint64)  # fmt: skip
 #: Owner of a key the assignment does not hold yet.
 UNASSIGNED = -1
 #: A part's number sits above the material key's 54 bits.
@@ -38,9 +42,53 @@ _HASH = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the board's bits spr
 def material_key(b, cells, low):
     """The multiset of exponents >= ``low`` on packed board ``b`` (``uint64``)."""
     key = np.uint64(0)
-    for c in range(cells):
-        key += _DIGIT[low, (b >> np.uint64(4 * c)) & np.uint64(15)]
+    for byte in range(cells // 2):
+        key += _PAIR[low, (b >> np.uint64(8 * byte)) & np.uint64(255)]
+    if cells % 2:
+        key += _DIGIT[low, (b >> np.uint64(4 * (cells - 1))) & np.uint64(15)]
     return key
+
+
+class KeyTable(NamedTuple):
+    """An open-addressing hash table from the keys of a sorted ``uint64[k]`` array to their rows: ``keys
+    uint64[size]`` and ``rows int64[size]`` (-1: an empty slot), ``shift`` so that ``(key * _HASH) >> shift`` is a
+    key's home slot.  At most a quarter full, so that a lookup usually reads one slot: a board's key and owner
+    then cost no search of the sorted keys (a binary search's branches are mispredicted on every board)."""
+
+    keys: np.ndarray
+    rows: np.ndarray
+    shift: np.uint64
+
+
+@numba.njit(cache=True)
+def _fill_key_table(sorted_keys, bits):
+    size = 1 << bits
+    keys, rows = np.zeros(size, np.uint64), np.full(size, -1, np.int64)
+    mask, shift = np.uint64(size - 1), np.uint64(64 - bits)
+    for row in range(sorted_keys.shape[0]):
+        slot = (sorted_keys[row] * _HASH) >> shift
+        while rows[slot] >= 0:
+            slot = (slot + np.uint64(1)) & mask
+        keys[slot], rows[slot] = sorted_keys[row], row
+    return keys, rows
+
+
+def key_table(sorted_keys: np.ndarray) -> KeyTable:
+    """The :class:`KeyTable` of ``sorted_keys`` (``uint64[k]``, unique)."""
+    bits = max(4, int(4 * sorted_keys.size - 1).bit_length())
+    return KeyTable(*_fill_key_table(np.asarray(sorted_keys, np.uint64), bits), np.uint64(64 - bits))
+
+
+@numba.njit(cache=True, inline="always")
+def row_of(key, keys, rows, shift):
+    """The row of ``key`` in a :class:`KeyTable` (``keys``, ``rows``, ``shift``), or -1."""
+    mask = np.uint64(keys.shape[0] - 1)
+    slot = (key * _HASH) >> shift
+    while rows[slot] >= 0:
+        if keys[slot] == key:
+            return rows[slot]
+        slot = (slot + np.uint64(1)) & mask
+    return np.int64(-1)
 
 
 @block_kernel
@@ -64,55 +112,51 @@ def part_of(b, parts):
 
 
 @numba.njit(cache=True, inline="always")
-def part_key(b, cells, low, split_keys, split_parts):
-    """The key of packed board ``b``: its material key, with the board's part in the top byte if that key is in
-    the sorted ``split_keys`` (``uint64[s]``; ``split_parts``, ``int64[s]``: how many parts each has)."""
+def part_key(b, cells, low, split, split_parts):
+    """The key of packed board ``b``: its material key, with the board's part in the top byte if its column is
+    split (``split``: the :class:`KeyTable` of the split columns' keys as ``(keys, rows, shift)``; ``split_parts``,
+    ``int64[s]``: how many parts each has, by row)."""
     key = material_key(b, cells, low)
-    n_split = split_keys.shape[0]
-    if n_split:
-        j = _lower_bound(split_keys, 0, n_split, key)
-        if j < n_split and split_keys[j] == key:
-            key |= part_of(b, split_parts[j]) << np.uint64(PART_SHIFT)
+    j = row_of(key, split[0], split[1], split[2])
+    if j >= 0:
+        key |= part_of(b, split_parts[j]) << np.uint64(PART_SHIFT)
     return key
 
 
 @numba.njit(cache=True, inline="always")
-def owner_of_key(key, keys, owners):
-    """The owner of ``key`` in the sorted ``keys`` (``uint64[k]``, ``owners`` ``int64[k]`` alongside), or
-    :data:`UNASSIGNED`."""
-    j = _lower_bound(keys, 0, keys.shape[0], key)
-    if j < keys.shape[0] and keys[j] == key:
-        return owners[j]
-    return UNASSIGNED
+def owner_of_key(key, table, owners):
+    """The owner of ``key`` (``table``: the :class:`KeyTable` of the assigned keys as ``(keys, rows, shift)``,
+    ``owners`` ``int64[k]`` by row), or :data:`UNASSIGNED`."""
+    j = row_of(key, table[0], table[1], table[2])
+    return owners[j] if j >= 0 else UNASSIGNED
 
 
 @block_kernel
-def _part_keys_block(lo, hi, ids, cells, low, split_keys, split_parts, out):
+def _part_keys_block(lo, hi, ids, cells, low, split, split_parts, out):
     for i in range(lo, hi):
-        out[i] = part_key(ids[i], cells, low, split_keys, split_parts)
+        out[i] = part_key(ids[i], cells, low, split, split_parts)
 
 
 @block_kernel
-def _owners_of_keys_block(lo, hi, query, keys, owners, out):
+def _owners_of_keys_block(lo, hi, query, table, owners, out):
     for i in range(lo, hi):
-        out[i] = owner_of_key(query[i], keys, owners)
+        out[i] = owner_of_key(query[i], table, owners)
 
 
 @block_kernel
-def _owners_block(lo, hi, ids, cells, low, split_keys, split_parts, keys, owners, out):
+def _owners_block(lo, hi, ids, cells, low, split, split_parts, table, owners, out):
     for i in range(lo, hi):
-        out[i] = owner_of_key(part_key(ids[i], cells, low, split_keys, split_parts), keys, owners)
+        out[i] = owner_of_key(part_key(ids[i], cells, low, split, split_parts), table, owners)
 
 
 @block_kernel
-def _split_owners_block(lo, hi, ids, cells, low, split_keys, split_parts, keys, owners, default, out):
-    n_split = split_keys.shape[0]
+def _split_owners_block(lo, hi, ids, cells, low, split, split_parts, table, owners, default, out):
     for i in range(lo, hi):
         b = ids[i]
         key = material_key(b, cells, low)
-        j = _lower_bound(split_keys, 0, n_split, key)
-        if j < n_split and split_keys[j] == key:
-            out[i] = owner_of_key(key | part_of(b, split_parts[j]) << np.uint64(PART_SHIFT), keys, owners)
+        j = row_of(key, split[0], split[1], split[2])
+        if j >= 0:
+            out[i] = owner_of_key(key | part_of(b, split_parts[j]) << np.uint64(PART_SHIFT), table, owners)
         else:
             out[i] = default
 
@@ -173,14 +217,30 @@ class Assignment:
         self.owners = np.asarray(owners if owners is not None else [], np.int64)
         self.split_keys, self.split_parts = np.empty(0, np.uint64), np.empty(0, np.int64)
         self.apply_splits(split_keys if split_keys is not None else [], split_parts if split_parts is not None else [])
+        self._tables: dict[str, tuple[np.ndarray, KeyTable]] = {}
+
+    def _table_of(self, name: str) -> KeyTable:
+        """The :class:`KeyTable` of the sorted array ``self.<name>``, made again whenever that array is replaced (every
+        change of the keys or of the splits replaces it; an owner that moves changes ``owners``, not the rows)."""
+        array = getattr(self, name)
+        held = self._tables.get(name)
+        if held is None or held[0] is not array:
+            held = self._tables[name] = array, key_table(array)
+        return held[1]
+
+    def _key_table(self) -> KeyTable:
+        return self._table_of("keys")
+
+    def _split_table(self) -> KeyTable:
+        return self._table_of("split_keys")
 
     def keys_of(self, ids: np.ndarray, cells: int) -> np.ndarray:
         """``uint64[n]``: the key of each board of ``ids`` (``uint64[n]``): its material key, or its part's key
         if that column is split."""
         ids = np.asarray(ids, np.uint64)
         out = np.empty(ids.shape[0], np.uint64)
-        run_parallel(_part_keys_block, ids.shape[0], ids, cells, self.low, self.split_keys, self.split_parts, out,
-                     min_block=1 << 16)  # fmt: skip
+        run_parallel(_part_keys_block, ids.shape[0], ids, cells, self.low, self._split_table(), self.split_parts,
+                     out, min_block=1 << 16)  # fmt: skip
         return out
 
     def parts_of(self, key: int) -> list[int]:
@@ -244,16 +304,16 @@ class Assignment:
         """``int64[n]``: the owner of each material key of ``keys``; :data:`UNASSIGNED` for a key not assigned."""
         keys = np.asarray(keys, np.uint64)
         out = np.empty(keys.shape, np.int64)
-        run_parallel(_owners_of_keys_block, keys.size, keys.reshape(-1), self.keys, self.owners, out.reshape(-1),
-                     min_block=1 << 16)  # fmt: skip
+        run_parallel(_owners_of_keys_block, keys.size, keys.reshape(-1), self._key_table(), self.owners,
+                     out.reshape(-1), min_block=1 << 16)  # fmt: skip
         return out
 
     def owners_of(self, ids: np.ndarray, cells: int) -> np.ndarray:
         """``int64[n]``: the owner of each board of ``ids`` (``uint64[n]``); :data:`UNASSIGNED` for a new key."""
         ids = np.asarray(ids, np.uint64)
         out = np.empty(ids.shape[0], np.int64)
-        run_parallel(_owners_block, ids.shape[0], ids, cells, self.low, self.split_keys, self.split_parts,
-                     self.keys, self.owners, out, min_block=1 << 16)  # fmt: skip
+        run_parallel(_owners_block, ids.shape[0], ids, cells, self.low, self._split_table(), self.split_parts,
+                     self._key_table(), self.owners, out, min_block=1 << 16)  # fmt: skip
         return out
 
     def owners_in_split(self, ids: np.ndarray, cells: int, default: int) -> np.ndarray:
@@ -261,8 +321,8 @@ class Assignment:
         the others: :meth:`owners_of` for a worker whose keys did not move, without searching every key."""
         ids = np.asarray(ids, np.uint64)
         out = np.empty(ids.shape[0], np.int64)
-        run_parallel(_split_owners_block, ids.shape[0], ids, cells, self.low, self.split_keys, self.split_parts,
-                     self.keys, self.owners, np.int64(default), out, min_block=1 << 16)  # fmt: skip
+        run_parallel(_split_owners_block, ids.shape[0], ids, cells, self.low, self._split_table(), self.split_parts,
+                     self._key_table(), self.owners, np.int64(default), out, min_block=1 << 16)  # fmt: skip
         return out
 
     def assign(self, key_work: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
