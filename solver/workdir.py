@@ -213,8 +213,9 @@ def work_file(root: Path, stage: str, age: int, name: str) -> Path:
 
 
 def save_array(path: Path, array: np.ndarray) -> None:
-    """Write ``array`` as ``.npy`` under a temporary name, then rename it into place (atomic)."""
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    """Write ``array`` as ``.npy`` under a temporary name, then rename it into place (atomic; two threads writing
+    the same file each write their own temporary file)."""
+    tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
     with open(tmp, "wb") as fh:
         np.save(fh, array, allow_pickle=False)
     os.replace(tmp, path)

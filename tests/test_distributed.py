@@ -13,10 +13,11 @@ from solver.build import build
 from solver.common import SOLVER_VERSION
 from solver.distributed.column import ColumnWorker, CrossingMismatch
 from solver.distributed.driver import DEFAULT_SPLIT, DEFAULT_TOLERANCE, LocalWorkers, build_by_material
-from solver.distributed.lookups import lookup_sorted, merge_parts
+from solver.distributed.lookups import joined_parts, lookup_sorted, merge_parts
 from solver.distributed.material import PART_SHIFT, UNASSIGNED, Assignment, material_keys, material_of
 from solver.spec import SolveSpec
 from solver.store import Table
+from solver.value_index import build_value_index, find
 from solver.workdir import WorkDir, WorkDirMismatch, journal_entries
 
 from conftest import numba_threads
@@ -310,6 +311,21 @@ def test_merge_parts_places_values_in_parallel_blocks_and_refuses_shared_boards(
         merge_parts([boards[:10], boards[9:20]], [np.zeros(10), np.zeros(11)])
     with pytest.raises(ValueError, match="one value per board"):
         merge_parts([boards[:10]], [np.zeros(9)])
+
+
+def test_joined_parts_keep_each_boards_value_for_the_value_index():
+    """The value index of joined pieces finds every board's own value, as that of the merged pieces does."""
+    rng = np.random.default_rng(6)
+    boards = np.unique(rng.integers(1, 2**60, size=100_000, dtype=np.uint64))
+    piece = rng.integers(0, 3, size=boards.size)
+    pieces = [boards[piece == k] for k in range(3)]
+    ids, values = joined_parts(pieces, [p.astype(np.float64) / 7 for p in pieces])
+    assert sorted(ids.tolist()) == boards.tolist()
+    index = build_value_index(ids, values)
+    found = [index.values[find(index.table, index.shift, b), 1] for b in boards[::997]]
+    assert found == (boards[::997].astype(np.float64) / 7).tolist()
+    with pytest.raises(ValueError, match="one value per board"):
+        joined_parts([boards[:10], boards[10:20]], [np.zeros(10), np.zeros(9)])
 
 
 def test_material_balance_reads_each_workers_seconds_from_the_journal(tmp_path, capsys):

@@ -9,8 +9,11 @@ forward, increasing ages::
                            (changes: the columns split in this age, the keys assigned or moved, their owners)
     receive_crossing(age, source, ids)          (from every other worker's send_crossing)
     spawn(age)             -> {"afterstates", "next_age", "handed_off", "busy_s", "first_s"}; the layers are saved
+                              on the worker's writer thread while the next age is expanded
     hand_off(age)          -> {owner: its states of age + 2 that this worker holds} (keys moved, columns split)
     receive_handoff(age, source, ids)           (from every other worker's hand_off)
+    saved()                (the next expand calls it before it returns): every spawned age's files are written, and
+                           the driver journals the age spawned last; after the last age the driver calls it itself
 
 backward, decreasing ages::
 
@@ -54,19 +57,24 @@ import functools
 import time
 from pathlib import Path
 
+import numba
 import numpy as np
 
 from .. import codec
 from ..backward import afterstate_values, solve_states
+from ..build import HOLD_BYTES, BackgroundWriter
 from ..forward import Pending, expand, merge_unique
 from ..spec import SolveSpec
 from ..table_v2 import CodedLayer, encode_boards, write_age_file
 from ..value_index import ValueIndex, build_value_index, empty_value_index
 from ..workdir import AgeCount, load_array, save_array, work_file
-from .lookups import lookup_sorted, merge_parts
+from .lookups import joined_parts, lookup_sorted, merge_parts
 from .material import Assignment, Changes, counts_of
 
 EMPTY_IDS = np.empty(0, np.uint64)
+#: Spawned ages whose layers may wait for the writer thread before a spawn waits for it (memory: each holds its
+#: layer's boards, which the worker holds anyway until the next age is expanded).
+MAX_SAVING = 2
 
 
 class CrossingMismatch(RuntimeError):
@@ -104,9 +112,11 @@ def busy(step):
 
 class ColumnWorker:
     """The boards of the material keys that ``index`` owns in ``assignment`` (a copy: the driver sends each new
-    key's owner with :meth:`send_crossing`), kept in the work directory ``work``."""
+    key's owner with :meth:`send_crossing`), kept in the work directory ``work``.  As the local build does, the
+    worker also keeps its first forward layers in memory, up to ``hold_bytes`` (the local build's ``HOLD_BYTES``
+    per machine), so that the backward pass does not decode them again."""
 
-    def __init__(self, spec: SolveSpec, index: int, assignment: Assignment, work):
+    def __init__(self, spec: SolveSpec, index: int, assignment: Assignment, work, hold_bytes: int = HOLD_BYTES):
         self.spec, self.index, self.assignment = spec, int(index), assignment
         self.n_workers, self.work = assignment.n_workers, str(work)
         self.pending = Pending()
@@ -126,6 +136,10 @@ class ColumnWorker:
         self._held: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # age -> its states and values, before the index
         self.ages: set[int] = set()
         self.busy: dict[int, float] = {}  # age -> seconds of its steps so far (spawn and value_states report them)
+        self.hold_bytes, self.held_bytes = int(hold_bytes), 0
+        self._background: BackgroundWriter | None = None
+        self._closed = False
+        self._boards: dict[tuple[int, str], np.ndarray] = {}  # (age, "states" or "afterstates") -> held layer
 
     def _save(self, stage: str, age: int, name: str, array: np.ndarray) -> None:
         save_array(part_file(self.work, stage, age, self.index, name), array)
@@ -146,8 +160,18 @@ class ColumnWorker:
         upper = self._load("forward", age, f"{name}_upper", worker)
         return codec.ef_decode(upper, self._load("forward", age, f"{name}_lower", worker), n, low_bits)
 
-    def _load_boards(self, age: int, name: str, worker: int | None = None) -> np.ndarray:
-        return codec.shape_boards(self.spec.rank_shape, self._load_ranks(age, name, worker), age)
+    def _load_boards(self, age: int, name: str) -> np.ndarray:
+        """This worker's states or afterstates (``name``) of ``age``: held in memory, or decoded."""
+        held = self._boards.get((age, name))
+        if held is not None:
+            return held
+        return codec.shape_boards(self.spec.rank_shape, self._load_ranks(age, name), age)
+
+    def _hold(self, age: int, states: np.ndarray, afterstates: np.ndarray) -> None:
+        """Keep a layer just saved in memory for the backward pass while ``hold_bytes`` allows."""
+        if self.held_bytes + states.nbytes + afterstates.nbytes <= self.hold_bytes:
+            self._boards[age, "states"], self._boards[age, "afterstates"] = states, afterstates
+            self.held_bytes += states.nbytes + afterstates.nbytes
 
     def seed(self, starts: np.ndarray) -> int | None:
         """Take this worker's canonical start states (``uint64``, any ages); returns its first age."""
@@ -190,8 +214,10 @@ class ColumnWorker:
         keys = self.assignment.keys_of(afterstates, self.spec.cells)
         key_work = counts_of(keys)
         self._states[age], self._expanded[age] = states, (afterstates, keys, np.fromiter(key_work, np.uint64))
+        key_states = counts_of(self.assignment.keys_of(states, self.spec.cells))
+        self.saved()  # the earlier ages' layers, saved meanwhile on the writer thread: the driver journals them now
         return {"states": int(states.size), "terminal": int(terminal), "key_work": key_work,
-                "key_states": counts_of(self.assignment.keys_of(states, self.spec.cells))}  # fmt: skip
+                "key_states": key_states}  # fmt: skip
 
     @busy
     def send_crossing(self, age: int, changes: Changes) -> dict[int, np.ndarray]:
@@ -219,30 +245,60 @@ class ColumnWorker:
         self.received.setdefault(age, {})[int(source)] = ids
 
     def spawn(self, age: int) -> dict:
-        """This worker's afterstates of ``age`` (its own and those received) saved with its states and crossing
-        afterstates, and their children pending."""
+        """This worker's afterstates of ``age`` (its own and those received) and their children pending; the layers
+        are saved with the crossing afterstates on the worker's writer thread (:meth:`saved` waits for them)."""
         start = time.perf_counter()
         received = self.received.pop(age, {})
         afterstates = merge_unique([self._own.pop(age), *received.values()])
-        self._save_boards(age, "states", self._states.pop(age))
-        self._save_boards(age, "afterstates", afterstates)
-        for name, pieces in (("sent", self.sent.pop(age, {})), ("received", received)):
-            joined, counts = _by_worker(pieces, self.n_workers)
-            self._save("forward", age, name, joined)
-            self._save("forward", age, f"{name}_counts", counts)
+        states, sent = self._states.pop(age), self.sent.pop(age, {})
+        self._hold(age, states, afterstates)
         self.pending.add_children(age, afterstates, self.spec)
         next_age = self.next_age()  # before the hand-off: some worker holds those states either way
         moving = self._lost_keys or self.assignment.split_keys.size  # some children may belong to another worker
         self._handoff_out = self._take_moved(age + 2, self._lost_keys) if moving else {}
-        joined, counts = _by_worker(self._handoff_out, self.n_workers)
-        self._save("forward", age + 2, "handoff_sent", joined)
-        self._save("forward", age + 2, "handoff_sent_counts", counts)
+        handed = int(sum(ids.size for ids in self._handoff_out.values()))
+        self._writer().submit(self._save_spawned, age, states, afterstates, sent, received, self._handoff_out)
         return {
             "afterstates": int(afterstates.size),
             "next_age": next_age,
-            "handed_off": int(joined.size),
+            "handed_off": handed,
             **self._seconds(age, start),
         }
+
+    def _save_spawned(self, age, states, afterstates, sent, received, handoff) -> None:
+        """Everything :meth:`spawn` made that a resumed build or the backward pass reads from the work directory."""
+        self._save_boards(age, "states", states)
+        self._save_boards(age, "afterstates", afterstates)
+        for name, pieces, at in (("sent", sent, age), ("received", received, age), ("handoff_sent", handoff, age + 2)):
+            joined, counts = _by_worker(pieces, self.n_workers)
+            self._save("forward", at, name, joined)
+            self._save("forward", at, f"{name}_counts", counts)
+
+    def _writer(self) -> BackgroundWriter:
+        """The thread that codes and saves the forward layers while the worker goes on (as the local build's writer
+        does), with the kernel threads of the step that first needs it."""
+        if self._closed:
+            raise RuntimeError(f"worker {self.index} was closed: its build attempt is over")
+        if self._background is None:
+            self._background = BackgroundWriter(MAX_SAVING, numba.get_num_threads())
+        return self._background
+
+    def saved(self) -> None:
+        """Wait until every layer spawned so far is saved (re-raising a failed save): the driver journals an age
+        only after this."""
+        if self._background is not None:
+            self._background.drain()
+
+    def close(self) -> None:
+        """Finish the saves under way and stop the writer thread (a worker replaced after a reset: its saves must
+        not race the new worker's saves of the same files)."""
+        self._closed = True
+        if self._background is not None:
+            try:
+                self._background.drain()
+            finally:
+                self._background.close()
+                self._background = None
 
     def _seconds(self, age: int, start: float) -> dict[str, float]:
         """The seconds of ``age``'s steps: before the exchange (``first_s``) and in all (``busy_s``), the last step
@@ -309,7 +365,7 @@ class ColumnWorker:
                 if values[-1].shape != handed.shape:
                     raise CrossingMismatch(f"age {age}: {values[-1].size} values from worker {owner} for the "
                                            f"{handed.size} states handed to it")  # fmt: skip
-            self._window[age] = build_value_index(*merge_parts(ids, values))
+            self._window[age] = build_value_index(*joined_parts(ids, values))
         return self._window[age]
 
     @busy
@@ -353,8 +409,11 @@ class ColumnWorker:
                 raise CrossingMismatch(f"age {age}: {values_in[owner].size} values from worker {owner} for the "
                                        f"{ids.size} crossing afterstates sent to it")  # fmt: skip
         afterstates, values = self._afterstates.pop(age), self._afterstate_values.pop(age)
-        ids, vals = merge_parts([afterstates, *sent.values()], [values, *(values_in[w] for w in sent)])
+        ids, vals = joined_parts([afterstates, *sent.values()], [values, *(values_in[w] for w in sent)])
         states = self._load_boards(age, "states")
+        for name in ("states", "afterstates"):  # no later step reads them from here
+            held = self._boards.pop((age, name), None)
+            self.held_bytes -= 0 if held is None else held.nbytes
         state_values = solve_states(self.spec, states, ids, vals)[0]
         self._save("backward", age, "values", values)
         self._save("backward", age, "state_values", state_values)

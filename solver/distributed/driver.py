@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..build import BuildReport
+from ..build import HOLD_BYTES, BuildReport
 from ..common import SOLVER_VERSION
 from ..forward import canonical_starts
 from ..spec import SolveSpec
@@ -68,10 +68,12 @@ def seconds(results: list[dict], started: float) -> dict[str, list[float] | floa
 
 
 class LocalWorkers:
-    """The workers of a build in this process; each step runs on every worker in turn."""
+    """The workers of a build in this process; each step runs on every worker in turn.  They share one machine's
+    memory for the layers held for the backward pass (the local build's ``HOLD_BYTES``)."""
 
     def __init__(self, spec: SolveSpec, assignment: Assignment, n_workers: int, work):
-        self.workers = [ColumnWorker(spec, w, assignment.copy(), work) for w in range(n_workers)]
+        hold = HOLD_BYTES // n_workers
+        self.workers = [ColumnWorker(spec, w, assignment.copy(), work, hold) for w in range(n_workers)]
 
     def seed(self, starts: list[np.ndarray]) -> list[int | None]:
         return [w.seed(s) for w, s in zip(self.workers, starts, strict=True)]
@@ -103,6 +105,11 @@ class LocalWorkers:
             for owner, ids in w.hand_off(age).items():
                 self.workers[owner].receive_handoff(age, w.index, ids)
         return sent, spawned
+
+    def saved(self) -> None:
+        """Wait until every worker saved every age it spawned."""
+        for w in self.workers:
+            w.saved()
 
     def begin_backward(self, ages: list[int]) -> None:
         for w in self.workers:
@@ -175,11 +182,15 @@ class MaterialBuild:
         upcoming -= {None}
         bar = tqdm(desc=f"forward {self.spec.board} ({self.n_workers} workers)", unit=" ages",
                    initial=len(self.counts), disable=not self.progress)  # fmt: skip
+        waiting = None  # (count, extra) of the age spawned last: journalled once its files are saved
         try:
             while upcoming:
                 age = min(upcoming)
                 started = time.perf_counter()
-                expanded = self.workers.expand(age)
+                expanded = self.workers.expand(age)  # returns once every worker saved the ages spawned so far
+                if waiting is not None:
+                    self.work.record_forward(waiting[0], extra=waiting[1])
+                    bar.update()
                 afterstates_by_key = summed(e["key_work"] for e in expanded)
                 states_by_key = summed(e["key_states"] for e in expanded)
                 key_work = with_states_ahead(afterstates_by_key, states_by_key, self.earlier.pop(age - 2, {}))
@@ -211,8 +222,11 @@ class MaterialBuild:
                     "afterstates_w": [s["afterstates"] for s in spawned],
                 }
                 extra = {**assigned, "crossing": sent, "handed_off": handed, **boards, **seconds(spawned, started)}
-                self.work.record_forward(count, extra=extra)
+                waiting = count, extra
                 self.counts[age] = count
+            if waiting is not None:
+                self.workers.saved()
+                self.work.record_forward(waiting[0], extra=waiting[1])
                 bar.update()
         finally:
             bar.close()

@@ -62,14 +62,29 @@ def _place_values(lo, hi, merged, ids, values, out):
         out[j] = values[i]
 
 
+def _checked_pieces(id_pieces, value_pieces, who: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    ids = [np.asarray(i, np.uint64) for i in id_pieces]
+    values = [np.asarray(v, np.float64) for v in value_pieces]
+    if len(ids) != len(values) or any(i.shape != v.shape for i, v in zip(ids, values, strict=False)):
+        raise ValueError(f"{who}: every piece of boards needs one value per board")
+    return ids, values
+
+
+def joined_parts(id_pieces, value_pieces) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint pieces of a layer's boards and their values joined in no particular order (``uint64[n]``,
+    ``float64[n]``): what a value index is built from, which needs no order (merging them sorted costs a pass that
+    finds nothing the hash table would not)."""
+    ids, values = _checked_pieces(id_pieces, value_pieces, "joined_parts")
+    if len(ids) == 1:
+        return ids[0], values[0]
+    return np.concatenate(ids), np.concatenate(values)
+
+
 def merge_parts(id_pieces, value_pieces) -> tuple[np.ndarray, np.ndarray]:
     """A layer's boards (sorted ``uint64[n]``) and their values (``float64[n]``) from disjoint pieces of it, each
     sorted: the boards merged as the forward pass merges its runs, then each piece's values placed at its boards'
     positions, on the solver's threads.  Pieces that share a board are an error (:class:`ValueError`)."""
-    ids = [np.asarray(i, np.uint64) for i in id_pieces]
-    values = [np.asarray(v, np.float64) for v in value_pieces]
-    if len(ids) != len(values) or any(i.shape != v.shape for i, v in zip(ids, values, strict=False)):
-        raise ValueError("merge_parts: every piece of boards needs one value per board")
+    ids, values = _checked_pieces(id_pieces, value_pieces, "merge_parts")
     kept = [k for k in range(len(ids)) if ids[k].size]
     if not kept:
         return np.empty(0, np.uint64), np.empty(0, np.float64)

@@ -82,6 +82,10 @@ class ColumnActor:
 
     def reset(self, assignment: dict) -> None:
         """Forget everything held in memory (the build starts again from the work directory)."""
+        try:
+            self.worker.close()  # its saves under way finish first: the new worker writes the same files
+        except Exception:  # noqa: BLE001 - a save of the abandoned attempt failed: the new attempt writes it again
+            pass
         with self.arrived:
             self.epoch += 1
             self.worker = ColumnWorker(self.spec, self.index, Assignment.from_json(assignment), self.work)
@@ -164,6 +168,10 @@ class ColumnActor:
         with self.arrived:
             self.worker.receive_values(age, owner, values)
             self.arrived.notify_all()
+
+    @on_its_cores
+    def saved(self) -> None:
+        self.worker.saved()
 
     def begin_backward(self, ages: list) -> None:
         self.worker.begin_backward(ages)
@@ -280,6 +288,9 @@ class RayWorkers:
         out = self._gather([a.exchange_and_spawn.remote(age, changes, s)
                             for a, s in zip(self.actors, sources, strict=True)])  # fmt: skip
         return sum(sent for sent, _ in out), [spawned for _, spawned in out]
+
+    def saved(self) -> None:
+        self._all("saved")
 
     def begin_backward(self, ages: list[int]) -> None:
         self._all("begin_backward", ages)
