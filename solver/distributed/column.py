@@ -168,7 +168,8 @@ class ColumnWorker:
         return codec.shape_boards(self.spec.rank_shape, self._load_ranks(age, name), age)
 
     def _hold(self, age: int, states: np.ndarray, afterstates: np.ndarray) -> None:
-        """Keep a layer just saved in memory for the backward pass while ``hold_bytes`` allows."""
+        """Keep a layer just spawned (its saving under way on the writer thread) in memory for the backward pass
+        while ``hold_bytes`` allows; :meth:`value_states` lets it go."""
         if self.held_bytes + states.nbytes + afterstates.nbytes <= self.hold_bytes:
             self._boards[age, "states"], self._boards[age, "afterstates"] = states, afterstates
             self.held_bytes += states.nbytes + afterstates.nbytes
