@@ -291,8 +291,8 @@ class ColumnWorker:
             self._background.drain()
 
     def close(self) -> None:
-        """Finish the saves under way and stop the writer thread (a worker replaced after a reset: its saves must
-        not race the new worker's saves of the same files)."""
+        """Finish the saves under way and stop the writer thread: at the end of the forward pass, or when the worker
+        is replaced after a reset (its saves must not race the new worker's saves of the same files)."""
         self._closed = True
         if self._background is not None:
             try:

@@ -106,10 +106,11 @@ class LocalWorkers:
                 self.workers[owner].receive_handoff(age, w.index, ids)
         return sent, spawned
 
-    def saved(self) -> None:
-        """Wait until every worker saved every age it spawned."""
+    def end_forward(self) -> None:
+        """Wait until every worker saved every age it spawned, and stop their writer threads (the backward pass
+        saves nothing on them)."""
         for w in self.workers:
-            w.saved()
+            w.close()
 
     def begin_backward(self, ages: list[int]) -> None:
         for w in self.workers:
@@ -224,8 +225,8 @@ class MaterialBuild:
                 extra = {**assigned, "crossing": sent, "handed_off": handed, **boards, **seconds(spawned, started)}
                 waiting = count, extra
                 self.counts[age] = count
+            self.workers.end_forward()
             if waiting is not None:
-                self.workers.saved()
                 self.work.record_forward(waiting[0], extra=waiting[1])
                 bar.update()
         finally:

@@ -170,8 +170,9 @@ class ColumnActor:
             self.arrived.notify_all()
 
     @on_its_cores
-    def saved(self) -> None:
-        self.worker.saved()
+    def end_forward(self) -> None:
+        """Wait until the worker saved every age it spawned, and stop its writer thread."""
+        self.worker.close()
 
     def begin_backward(self, ages: list) -> None:
         self.worker.begin_backward(ages)
@@ -289,8 +290,8 @@ class RayWorkers:
                             for a, s in zip(self.actors, sources, strict=True)])  # fmt: skip
         return sum(sent for sent, _ in out), [spawned for _, spawned in out]
 
-    def saved(self) -> None:
-        self._all("saved")
+    def end_forward(self) -> None:
+        self._all("end_forward")
 
     def begin_backward(self, ages: list[int]) -> None:
         self._all("begin_backward", ages)
