@@ -69,6 +69,30 @@ def set_threads(threads: int | None) -> int:
     return int(threads)
 
 
+class HeldLayers:
+    """Forward layers kept in memory for the backward pass, within a budget of bytes: ``{age: (states,
+    afterstates)}``, sorted canonical ``uint64`` arrays.  A layer that does not fit is not held (it is read from the
+    work directory instead)."""
+
+    def __init__(self, budget: int):
+        self.budget, self.nbytes = int(budget), 0
+        self._layers: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def hold(self, age: int, states: np.ndarray, afterstates: np.ndarray) -> None:
+        if self.nbytes + states.nbytes + afterstates.nbytes <= self.budget:
+            self._layers[age] = states, afterstates
+            self.nbytes += states.nbytes + afterstates.nbytes
+
+    def get(self, age: int) -> tuple[np.ndarray, np.ndarray] | None:
+        return self._layers.get(age)
+
+    def release(self, age: int) -> None:
+        """Let an age's layer go (its budget is free again)."""
+        layer = self._layers.pop(age, None)
+        if layer is not None:
+            self.nbytes -= layer[0].nbytes + layer[1].nbytes
+
+
 class BackgroundWriter:
     """One writer thread running jobs in submission order; ``drain`` waits and re-raises the first failure.
 
@@ -122,15 +146,9 @@ class ForwardLayers:
 
     def __init__(self, spec: SolveSpec, work: WorkDir, ages: set[int]):
         self.spec, self.work, self.ages = spec, work, ages
-        self.held: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self.held_bytes = 0
+        self.held = HeldLayers(HOLD_BYTES)
         self._decoded: dict[int, np.ndarray] = {}
         self._lock = threading.Lock()  # the writer thread reads layers too
-
-    def hold(self, age: int, states: np.ndarray, afterstates: np.ndarray) -> None:
-        if self.held_bytes + states.nbytes + afterstates.nbytes <= HOLD_BYTES:
-            self.held[age] = (states, afterstates)
-            self.held_bytes += states.nbytes + afterstates.nbytes
 
     def coded(self, age: int, kind: str = "ids") -> tuple[np.ndarray, np.ndarray, int]:
         """``(upper, lower, low_bits)`` of an age's afterstates (``kind="ids"``, as the table stores them) or
@@ -146,8 +164,9 @@ class ForwardLayers:
         return count.afterstates if kind == "ids" else count.states
 
     def afterstates(self, age: int) -> np.ndarray:
-        if age in self.held:
-            return self.held[age][1]
+        held = self.held.get(age)
+        if held is not None:
+            return held[1]
         if age not in self.ages:
             return np.empty(0, np.uint64)
         with self._lock:
@@ -164,8 +183,9 @@ class ForwardLayers:
 
     def layer(self, age: int) -> tuple[np.ndarray, np.ndarray]:
         """``(states, afterstates)`` of an age, sorted canonical ``uint64``."""
-        if age in self.held:
-            return self.held[age]
+        held = self.held.get(age)
+        if held is not None:
+            return held
         if self.work.has("forward", age, "states_upper"):
             return self.decoded(age, "states"), self.decoded(age, "ids")
         after = self.afterstates(age)
@@ -281,7 +301,7 @@ def _build(spec, out, work_dir, threads, progress, keep_work, format_version, la
                 work.record_forward(count)
 
             def on_age(count: AgeCount, states, afterstates) -> None:
-                layers.hold(count.age, states, afterstates)
+                layers.held.hold(count.age, states, afterstates)
                 writer.submit(save_forward, count, states, afterstates)
 
             def load_afterstates(age: int) -> np.ndarray:

@@ -18,7 +18,7 @@ import solver.build
 from env2048 import board as B
 from oracle.oracle import cached_table
 from solver.__main__ import main as solver_main
-from solver.build import build
+from solver.build import HeldLayers, build
 from solver.common import SOLVER_VERSION
 from solver.forward import run_forward
 from solver.spec import SolveSpec
@@ -270,6 +270,17 @@ def test_interrupted_directory_build_keeps_one_copy_and_resumes(tmp_path, monkey
     kept = [p for p, mtime in before.items() if p.stat().st_mtime_ns == mtime]
     assert len(kept) >= stop - 3  # journalled ages keep their files; at most the last checkpoint pair is redone
     assert not work.exists()
+
+
+def test_held_layers_keep_what_fits_their_budget_until_released():
+    states, afterstates = np.arange(3, dtype=np.uint64), np.arange(2, dtype=np.uint64)  # 40 bytes
+    held = HeldLayers(budget=70)
+    held.hold(8, states, afterstates)
+    held.hold(10, states, afterstates)  # 80 bytes would not fit
+    assert held.get(8)[0] is states and held.get(10) is None and held.nbytes == 40
+    held.release(8)
+    held.hold(10, states, afterstates)
+    assert held.get(8) is None and held.get(10)[1] is afterstates and held.nbytes == 40
 
 
 def test_backward_pass_decodes_states_or_derives_ages_journalled_without_them(tmp_path, monkeypatch):

@@ -62,7 +62,7 @@ import numpy as np
 
 from .. import codec
 from ..backward import afterstate_values, solve_states
-from ..build import HOLD_BYTES, BackgroundWriter
+from ..build import HOLD_BYTES, BackgroundWriter, HeldLayers
 from ..forward import Pending, expand, merge_unique
 from ..spec import SolveSpec
 from ..table_v2 import CodedLayer, encode_boards, write_age_file
@@ -136,10 +136,9 @@ class ColumnWorker:
         self._held: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # age -> its states and values, before the index
         self.ages: set[int] = set()
         self.busy: dict[int, float] = {}  # age -> seconds of its steps so far (spawn and value_states report them)
-        self.hold_bytes, self.held_bytes = int(hold_bytes), 0
         self._background: BackgroundWriter | None = None
         self._closed = False
-        self._boards: dict[tuple[int, str], np.ndarray] = {}  # (age, "states" or "afterstates") -> held layer
+        self.held = HeldLayers(hold_bytes)  # the first layers spawned, until value_states lets each go
 
     def _save(self, stage: str, age: int, name: str, array: np.ndarray) -> None:
         save_array(part_file(self.work, stage, age, self.index, name), array)
@@ -162,17 +161,10 @@ class ColumnWorker:
 
     def _load_boards(self, age: int, name: str) -> np.ndarray:
         """This worker's states or afterstates (``name``) of ``age``: held in memory, or decoded."""
-        held = self._boards.get((age, name))
+        held = self.held.get(age)
         if held is not None:
-            return held
+            return held[0] if name == "states" else held[1]
         return codec.shape_boards(self.spec.rank_shape, self._load_ranks(age, name), age)
-
-    def _hold(self, age: int, states: np.ndarray, afterstates: np.ndarray) -> None:
-        """Keep a layer just spawned (its saving under way on the writer thread) in memory for the backward pass
-        while ``hold_bytes`` allows; :meth:`value_states` lets it go."""
-        if self.held_bytes + states.nbytes + afterstates.nbytes <= self.hold_bytes:
-            self._boards[age, "states"], self._boards[age, "afterstates"] = states, afterstates
-            self.held_bytes += states.nbytes + afterstates.nbytes
 
     def seed(self, starts: np.ndarray) -> int | None:
         """Take this worker's canonical start states (``uint64``, any ages); returns its first age."""
@@ -252,7 +244,7 @@ class ColumnWorker:
         received = self.received.pop(age, {})
         afterstates = merge_unique([self._own.pop(age), *received.values()])
         states, sent = self._states.pop(age), self.sent.pop(age, {})
-        self._hold(age, states, afterstates)
+        self.held.hold(age, states, afterstates)  # while its saving is under way on the writer thread
         self.pending.add_children(age, afterstates, self.spec)
         next_age = self.next_age()  # before the hand-off: some worker holds those states either way
         moving = self._lost_keys or self.assignment.split_keys.size  # some children may belong to another worker
@@ -412,9 +404,7 @@ class ColumnWorker:
         afterstates, values = self._afterstates.pop(age), self._afterstate_values.pop(age)
         ids, vals = joined_parts([afterstates, *sent.values()], [values, *(values_in[w] for w in sent)])
         states = self._load_boards(age, "states")
-        for name in ("states", "afterstates"):  # no later step reads them from here
-            held = self._boards.pop((age, name), None)
-            self.held_bytes -= 0 if held is None else held.nbytes
+        self.held.release(age)  # no later step reads them from here
         state_values = solve_states(self.spec, states, ids, vals)[0]
         self._save("backward", age, "values", values)
         self._save("backward", age, "state_values", state_values)
