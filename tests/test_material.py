@@ -112,6 +112,9 @@ def test_critical_path_replays_the_drivers_assignment_by_hand():
     assert (second.busiest, second.busiest_states, second.busiest_afterstates, second.largest_column) == (10, 3, 7, 6)
     assert (second.exchange_bytes, second.busiest_nic_bytes) == (7 * 16, 7 * 8)
     assert seconds([first, second], cores=1, rate=1.0, nic_gbps=None)["total_s"] == 19
+    # NICs of 5 B/s: 40 and 56 bytes take 8 and 11.2 s after (or under) kernels of 9 and 10 s
+    timed = seconds([first, second], cores=1, rate=1.0, nic_gbps=5 * 8 / 1e9)
+    assert timed["total_s"] == pytest.approx(9 + 8 + 10 + 11.2) and timed["overlapped_s"] == pytest.approx(9 + 11.2)
     assert summary([first, second], 2)["imbalance"] == 19 * 2 / 30
     one = replay(ages, 8, 1)
     assert [x.busiest for x in one] == [14, 16] and all(x.exchange_bytes == 0 for x in one)

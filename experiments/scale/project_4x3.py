@@ -20,7 +20,8 @@ Per machine count M (``--cores`` each):
   afterstates make seed 000's total (``AFTERSTATES_4X3``).  This is an assumption, not a measurement: the
   material of the deep ages (tiles up to 2**13) is not measured here;
 * time: per age, the busiest machine's work at ``R`` per core-second on its cores plus the busiest NIC's bytes at
-  ``--nic-gbps``, summed over the ages, times ``X``;
+  ``--nic-gbps``, summed over the ages, times ``X``; and, as a bound for a design that overlaps transfers with
+  kernels (the driver does not), the longer of the two per age;
 * memory per machine: :func:`local_backward_bytes` of the busiest machine's states and afterstates at the
   largest age, as the local backward pass holds them;
 * network: all bytes that cross between machines, both passes.
@@ -121,7 +122,8 @@ def project(ages: dict[int, dict], tile: int, machines: list[int], cores: int, r
         t = seconds(loads, cores, rate, nic_gbps, overhead)
         peak = max(loads, key=lambda x: x.busiest)
         out["machines"][m] = {
-            "hours": t["total_s"] / HOUR, "compute_h": overhead * t["compute_s"] / HOUR,
+            "hours": t["total_s"] / HOUR, "overlapped_h": t["overlapped_s"] / HOUR,
+            "compute_h": overhead * t["compute_s"] / HOUR,
             "network_h": overhead * t["network_s"] / HOUR, "network_tb": sum(x.exchange_bytes for x in loads) / 1e12,
             "memory_gb": local_backward_bytes(peak.busiest_states, peak.busiest_afterstates) / 1e9,
             "states_and_afterstates": sum(x.work for x in loads), "tail_model": model,
@@ -154,8 +156,9 @@ def main(argv=None) -> dict:
           f"{agreed}{' (another game: a stand-in)' if agreed < max(ages) else ''}")  # fmt: skip
     for m, p in out["machines"].items():
         tm, ms = p["tail_model"], p["measured"]
-        print(f"{m:>3} x {args.cores} cores: {p['hours']:.1f} h (compute {p['compute_h']:.1f} h + network "
-              f"{p['network_h']:.2f} h); network {p['network_tb']:.1f} TB; memory {p['memory_gb']:.1f} GB per "
+        print(f"{m:>3} x {args.cores} cores: {p['hours']:.2f} h (compute {p['compute_h']:.2f} h + network "
+              f"{p['network_h']:.2f} h; {p['overlapped_h']:.2f} h if transfers ran under the kernels); network "
+              f"{p['network_tb']:.1f} TB; memory {p['memory_gb']:.1f} GB per "
               f"machine; measured ages: imbalance {ms['imbalance']:.3f}, {ms['exchange_bytes_per_item']:.2f} B per "
               f"item; later ages modelled on ages {tm['from_age']}-{tm['to_age']}: imbalance "
               f"{tm['imbalance']:.3f}, {tm['exchange_bytes_per_item']:.2f} B per item")  # fmt: skip
