@@ -101,11 +101,12 @@ def cmd_build(args) -> int:
         report = build(spec, args.out, args.work_dir, args.threads, progress=not args.quiet,
                        keep_work=args.keep_work, format_version=args.format, layout=args.layout or "file")  # fmt: skip
     a = report.attrs
+    unit = "machine" if args.backend == "ray" else "thread"
     print(
         f"{spec.describe()}: {a['states']:,} states, {a['afterstates']:,} afterstates "
         f"({a['terminal_states']:,} terminal), start value {a['start_value']:.12g}\n"
         f"forward {report.forward_s:.1f} s, backward {report.backward_s:.1f} s, write {report.write_s:.1f} s "
-        f"on {report.threads} {'machines' if args.backend == 'ray' else 'threads'} -> {report.out}"
+        f"on {report.threads} {unit}{'' if report.threads == 1 else 's'} -> {report.out}"
     )
     if report.writer_busy_s:
         print(f"writer thread (coding and writing ages, alongside the passes): busy {report.writer_busy_s:.1f} s")
