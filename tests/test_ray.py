@@ -94,7 +94,7 @@ def test_cli_builds_on_a_private_ray_on_the_loopback(tmp_path):
                                                               text=True, env=env) as proc:  # fmt: skip
             stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr
-    assert "on 1 machines" in stdout
+    assert "on 1 machine ->" in stdout
     assert checksums(out) == golden_checksums("2x3")
     names = {o.name for o in watch.listeners()}
     assert {"gcs_server", "raylet"} <= names, f"the watch saw no Ray listener in {watch.samples} samples: {names}"
