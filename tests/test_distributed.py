@@ -13,7 +13,7 @@ from solver.build import build
 from solver.common import SOLVER_VERSION
 from solver.distributed.column import ColumnWorker, CrossingMismatch
 from solver.distributed.driver import DEFAULT_SPLIT, DEFAULT_TOLERANCE, LocalWorkers, build_by_material
-from solver.distributed.lookups import joined_parts, lookup_sorted, merge_parts
+from solver.distributed.lookups import joined_parts, lookup_sorted, merge_parts, positions_in
 from solver.distributed.material import PART_SHIFT, UNASSIGNED, Assignment, material_keys, material_of
 from solver.spec import SolveSpec
 from solver.store import Table
@@ -281,6 +281,27 @@ def test_lookup_sorted_matches_a_dictionary(held, asked):
     assert found[:stop].tolist() == [table[r] for r in req[:stop].tolist()]
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.sets(st.integers(0, 2000), max_size=300), st.sets(st.integers(0, 2000), max_size=300))
+def test_positions_in_match_a_dictionary(held, asked):
+    """Each sorted board's index in the sorted layer (a crossing afterstate among a worker's afterstates), or -1."""
+    merged = np.array(sorted(held), np.uint64)
+    ids = np.array(sorted(asked), np.uint64)
+    index = {b: i for i, b in enumerate(sorted(held))}
+    assert positions_in(merged, ids).tolist() == [index.get(b, -1) for b in sorted(asked)]
+
+
+def test_positions_in_parallel_blocks_that_start_mid_layer():
+    """200,000 boards asked among 500,000 on 2 threads, every block starting with a binary search of its own."""
+    rng = np.random.default_rng(7)
+    merged = np.unique(rng.integers(0, 2**60, size=500_000, dtype=np.uint64))
+    ids = np.unique(np.concatenate([rng.choice(merged, 150_000), rng.integers(0, 2**60, 50_000, dtype=np.uint64)]))
+    with numba_threads(2):
+        at = positions_in(merged, ids)
+    held = np.isin(ids, merged)
+    assert np.array_equal(at < 0, ~held) and np.array_equal(merged[at[held]], ids[held])
+
+
 def test_merge_parts_sorts_the_pieces_with_their_values():
     ids, values = merge_parts([np.array([5, 9], np.uint64), np.array([1, 7], np.uint64)], [[0.5, 0.9], [0.1, 0.7]])
     assert ids.tolist() == [1, 5, 7, 9] and values.tolist() == [0.1, 0.5, 0.7, 0.9]
@@ -328,6 +349,17 @@ def test_joined_parts_keep_each_boards_value_for_the_value_index():
         joined_parts([boards[:10], boards[10:20]], [np.zeros(10), np.zeros(9)])
 
 
+def test_under_exchange_cost_is_seconds_per_afterstate_over_the_builds_mean():
+    """Forward: 4 s for 40 afterstates, 0.1 s each, against 0.05 s per item: 2.0; backward 1 s for 50: 0.4."""
+    from experiments.bench.material_balance import under_exchange_cost
+
+    passes = {
+        "forward": [{"under_s": [1.0, 3.0], "under_items": [10, 30]}],
+        "backward": [{"under_s": [0.5, 0.0], "under_items": [25, 0]}, {"under_s": [0.5], "under_items": [25]}],
+    }
+    assert under_exchange_cost(passes, 0.05) == pytest.approx({"forward": 2.0, "backward": 0.4})
+
+
 def test_material_balance_reads_each_workers_seconds_from_the_journal(tmp_path, capsys):
     """experiments.bench.material_balance: every age's seconds per worker, the busiest at least an even share, and
     the same figures from a kept work directory as from its own build."""
@@ -351,6 +383,11 @@ def test_material_balance_reads_each_workers_seconds_from_the_journal(tmp_path, 
         for e in counted
     )
     assert set(got["boards"]) == {"states", "afterstates", "both"} and min(got["boards"].values()) >= 1
+    for e in counted:  # the steps under the exchange are some of the age's: its own afterstates' children
+        assert all(u <= b for u, b in zip(e["extra"]["under_s"], e["extra"]["busy_s"], strict=True))
+        assert sum(e["extra"]["under_items"]) <= e["forward"]["afterstates"]
+    assert sum(sum(e["extra"]["under_items"]) for e in counted) > 0
+    assert got["under_exchange"]["forward"] > 0 and got["under_exchange"]["backward"] > 0
     assert got["crossing"] == journal_total(work, "crossing") and got["moved_keys"] == journal_total(work, "moved_keys")
     assert main(["--journal", str(tmp_path / "t.work")]) == got
     assert "critical path" in capsys.readouterr().out

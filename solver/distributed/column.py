@@ -8,8 +8,10 @@ forward, increasing ages::
     send_crossing(age, changes)                 -> {owner: crossing afterstates (sorted)}
                            (changes: the columns split in this age, the keys assigned or moved, their owners)
     receive_crossing(age, source, ids)          (from every other worker's send_crossing)
-    spawn(age)             -> {"afterstates", "next_age", "handed_off", "busy_s", "first_s"}; the layers are saved
-                              on the worker's writer thread while the next age is expanded
+    spawn_own(age)         (may run while the crossing afterstates travel): the children of its own afterstates
+    spawn(age)             -> {"afterstates", "next_age", "handed_off", "busy_s", "first_s"}: the children of the
+                              others; the layers are saved on the worker's writer thread while the next age is
+                              expanded
     hand_off(age)          -> {owner: its states of age + 2 that this worker holds} (keys moved, columns split)
     receive_handoff(age, source, ids)           (from every other worker's hand_off)
     saved()                (the next expand calls it before it returns): every spawned age's files are written, and
@@ -17,15 +19,18 @@ forward, increasing ages::
 
 backward, decreasing ages::
 
-    value_afterstates(age) -> {source: values (float64) of the crossing afterstates it sent, in its order}
-    receive_values(age, owner, values)          (from every other worker's value_afterstates)
+    value_crossing(age)    -> {source: values (float64) of the crossing afterstates it sent, in its order}
+    receive_values(age, owner, values)          (from every other worker's value_crossing)
+    value_rest(age)        (may run while the crossing values travel): the values of its other afterstates
     value_states(age)      -> {"states", "afterstates", "busy_s", "first_s"}; the values are saved
     hand_back(age)         -> {source: values of the states of age that source handed to this worker}
     receive_handback(age, owner, values)        (from every other worker's hand_back)
     write(age, out)        -> the age's table file from every worker's part (one worker per age)
 
 ``busy_s`` is the worker's seconds in the age's steps; ``first_s`` those before the exchange every worker waits for
-(expand and send_crossing; value_afterstates).
+(expand, send_crossing and spawn_own; value_crossing and value_rest).  The steps that may run while an exchange
+travels are what a machine does meanwhile, so that on a real network the transfers run under the kernels: the
+peers' crossing afterstates are the last ones spawned, and the crossing values the first ones computed.
 
 Every array a worker holds is its own: states of its keys, the afterstates of its keys, and per other worker the
 crossing afterstates sent to it or received from it (the IDs, kept from the forward pass so that the backward pass
@@ -68,7 +73,7 @@ from ..spec import SolveSpec
 from ..table_v2 import CodedLayer, encode_boards, write_age_file
 from ..value_index import ValueIndex, build_value_index, empty_value_index
 from ..workdir import AgeCount, load_array, save_array, work_file
-from .lookups import joined_parts, lookup_sorted, merge_parts
+from .lookups import joined_parts, lookup_sorted, merge_parts, positions_in
 from .material import Assignment, Changes, counts_of
 
 EMPTY_IDS = np.empty(0, np.uint64)
@@ -96,18 +101,31 @@ def _split_by_worker(joined: np.ndarray, counts: np.ndarray) -> dict[int, np.nda
     return {w: joined[ends[w] - counts[w] : ends[w]] for w in range(counts.size) if counts[w]}
 
 
-def busy(step):
-    """Add the wall time of ``step(self, age, ...)`` to ``self.busy[age]``: what the worker spent on the age."""
+def _timed(*fields: str):
+    """A decorator adding the wall time of ``step(self, age, ...)`` to ``getattr(self, field)[age]`` for each
+    field."""
 
-    @functools.wraps(step)
-    def timed(self, age, *args):
-        start = time.perf_counter()
-        try:
-            return step(self, age, *args)
-        finally:
-            self.busy[age] = self.busy.get(age, 0.0) + time.perf_counter() - start
+    def decorate(step):
+        @functools.wraps(step)
+        def timed(self, age, *args):
+            start = time.perf_counter()
+            try:
+                return step(self, age, *args)
+            finally:
+                took = time.perf_counter() - start
+                for field in fields:
+                    seconds = getattr(self, field)
+                    seconds[age] = seconds.get(age, 0.0) + took
 
-    return timed
+        return timed
+
+    return decorate
+
+
+#: A step's seconds go to ``self.busy[age]``: what the worker spent on the age.
+busy = _timed("busy")
+#: A step that may run while an exchange travels: its seconds also go to ``self.under[age]``.
+under_exchange = _timed("busy", "under")
 
 
 class ColumnWorker:
@@ -125,10 +143,12 @@ class ColumnWorker:
         self._states: dict[int, np.ndarray] = {}
         self._expanded: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # age -> afterstates, keys, unique
         self._own: dict[int, np.ndarray] = {}
+        self._own_spawned: set[int] = set()  # ages whose own afterstates' children are pending already
         self.sent: dict[int, dict[int, np.ndarray]] = {}
         self.received: dict[int, dict[int, np.ndarray]] = {}
         self._afterstates: dict[int, np.ndarray] = {}
         self._afterstate_values: dict[int, np.ndarray] = {}
+        self._crossing_values: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # age -> valued first, their values
         self.values_in: dict[int, dict[int, np.ndarray]] = {}
         self.handoff_in: dict[int, dict[int, np.ndarray]] = {}  # age -> {source: states handed to this worker}
         self._handback_out: dict[int, dict[int, np.ndarray]] = {}
@@ -136,6 +156,8 @@ class ColumnWorker:
         self._held: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # age -> its states and values, before the index
         self.ages: set[int] = set()
         self.busy: dict[int, float] = {}  # age -> seconds of its steps so far (spawn and value_states report them)
+        self.under: dict[int, float] = {}  # age -> seconds of those that may run while an exchange travels
+        self.under_items: dict[int, int] = {}  # age -> the afterstates they spawned or valued
         self._background: BackgroundWriter | None = None
         self._closed = False
         self.held = HeldLayers(hold_bytes)  # the first layers spawned, until value_states lets each go
@@ -237,15 +259,29 @@ class ColumnWorker:
     def receive_crossing(self, age: int, source: int, ids: np.ndarray) -> None:
         self.received.setdefault(age, {})[int(source)] = ids
 
+    @under_exchange
+    def spawn_own(self, age: int) -> None:
+        """The children of the afterstates of ``age`` that this worker made itself and owns: the work it can do
+        while the crossing afterstates from its peers are on their way."""
+        if age not in self._own_spawned:
+            self.pending.add_children(age, self._own[age], self.spec)
+            self._own_spawned.add(age)
+            self.under_items[age] = int(self._own[age].size)
+
     def spawn(self, age: int) -> dict:
-        """This worker's afterstates of ``age`` (its own and those received) and their children pending; the layers
-        are saved with the crossing afterstates on the worker's writer thread (:meth:`saved` waits for them)."""
+        """This worker's afterstates of ``age`` (its own and those received) and their children pending (those of
+        its own ones already, if :meth:`spawn_own` ran); the layers are saved with the crossing afterstates on the
+        worker's writer thread (:meth:`saved` waits for them)."""
+        self.spawn_own(age)
         start = time.perf_counter()
         received = self.received.pop(age, {})
-        afterstates = merge_unique([self._own.pop(age), *received.values()])
+        own = self._own.pop(age)
+        self._own_spawned.discard(age)
+        afterstates = merge_unique([own, *received.values()])
         states, sent = self._states.pop(age), self.sent.pop(age, {})
         self.held.hold(age, states, afterstates)  # while its saving is under way on the writer thread
-        self.pending.add_children(age, afterstates, self.spec)
+        if afterstates.size > own.size:  # those received that this worker did not make too
+            self.pending.add_children(age, afterstates[positions_in(own, afterstates) < 0], self.spec)
         next_age = self.next_age()  # before the hand-off: some worker holds those states either way
         moving = self._lost_keys or self.assignment.split_keys.size  # some children may belong to another worker
         self._handoff_out = self._take_moved(age + 2, self._lost_keys) if moving else {}
@@ -295,9 +331,11 @@ class ColumnWorker:
 
     def _seconds(self, age: int, start: float) -> dict[str, float]:
         """The seconds of ``age``'s steps: before the exchange (``first_s``) and in all (``busy_s``), the last step
-        having started at ``start`` (``time.perf_counter()``)."""
+        having started at ``start`` (``time.perf_counter()``); and those of the steps that may run while an
+        exchange travels (``under_s``) with the afterstates they spawned or valued (``under_items``)."""
         first = self.busy.pop(age, 0.0)
-        return {"busy_s": first + time.perf_counter() - start, "first_s": first}
+        return {"busy_s": first + time.perf_counter() - start, "first_s": first,
+                "under_s": self.under.pop(age, 0.0), "under_items": self.under_items.pop(age, 0)}  # fmt: skip
 
     def _take_moved(self, age: int, lost_keys: bool) -> dict[int, np.ndarray]:
         """Take this worker's pending states of ``age`` whose keys other workers own now: ``{owner: sorted ids}``.
@@ -362,13 +400,39 @@ class ColumnWorker:
         return self._window[age]
 
     @busy
-    def value_afterstates(self, age: int) -> dict[int, np.ndarray]:
-        """Values of this worker's afterstates of ``age`` from its states of ages + 2 and + 4; returns, for each
-        worker that sent crossing afterstates here, their values in the order it sent them."""
+    def value_crossing(self, age: int) -> dict[int, np.ndarray]:
+        """Values of the crossing afterstates of ``age`` that peers sent this worker, from its states of ages + 2 and
+        + 4, first (the peers wait for them); returns, for each worker that sent some, their values in the order
+        it sent them.  :meth:`value_rest` values the others while these travel."""
+        asked = self._crossing(age, "received")
+        crossing = merge_unique(list(asked.values()))
+        values = self._afterstate_values_of(age, crossing)
+        self._crossing_values[age] = crossing, values
+        return {source: lookup_sorted(crossing, values, ids)[0] for source, ids in asked.items()}
+
+    @under_exchange
+    def value_rest(self, age: int) -> None:
+        """Values of all of this worker's afterstates of ``age``: those of :meth:`value_crossing` placed, the others
+        computed."""
         afterstates = self._load_boards(age, "afterstates")
-        values = afterstate_values(self.spec, afterstates, self._index(age + 2), self._index(age + 4))
+        crossing, crossing_values = self._crossing_values.pop(age)
+        at = positions_in(afterstates, crossing)
+        if np.any(at < 0):
+            missing = int(crossing[np.argmax(at < 0)])
+            raise CrossingMismatch(f"age {age}: a peer sent afterstate {missing:#x}, which worker {self.index} "
+                                   "does not hold")  # fmt: skip
+        values = np.empty(afterstates.size, np.float64)
+        values[at] = crossing_values
+        rest = np.ones(afterstates.size, np.bool_)
+        rest[at] = False
+        values[rest] = self._afterstate_values_of(age, afterstates[rest])
+        self.under_items[age] = int(afterstates.size - crossing.size)
         self._afterstates[age], self._afterstate_values[age] = afterstates, values
-        return self._answer(age, "received", afterstates, values, "sent afterstate")
+
+    def _afterstate_values_of(self, age: int, afterstates: np.ndarray) -> np.ndarray:
+        if not afterstates.size:
+            return np.empty(0, np.float64)
+        return afterstate_values(self.spec, afterstates, self._index(age + 2), self._index(age + 4))
 
     def _answer(self, age: int, name: str, ids: np.ndarray, values: np.ndarray, what: str) -> dict[int, np.ndarray]:
         """For each peer of the saved exchange ``name`` of ``age``, the values (``float64``) of the boards it gave

@@ -57,12 +57,13 @@ def summed(counts) -> dict[int, int]:
 
 
 def seconds(results: list[dict], started: float) -> dict[str, list[float] | float]:
-    """What the journal keeps of an age's seconds: each worker's in its steps (``busy_s``) and before the exchange
-    (``first_s``), from the workers' ``results``, and the driver's wall time since ``started``
+    """What the journal keeps of an age's seconds: each worker's in its steps (``busy_s``), before the exchange
+    (``first_s``) and in the steps that may run while it travels (``under_s``, with the afterstates they spawned
+    or valued, ``under_items``), from the workers' ``results``, and the driver's wall time since ``started``
     (``time.perf_counter()``: the steps, the exchanges and the waits)."""
     return {
-        "busy_s": [round(r["busy_s"], 3) for r in results],
-        "first_s": [round(r["first_s"], 3) for r in results],
+        **{name: [round(r[name], 3) for r in results] for name in ("busy_s", "first_s", "under_s")},
+        "under_items": [int(r["under_items"]) for r in results],
         "wall_s": round(time.perf_counter() - started, 3),
     }
 
@@ -100,6 +101,8 @@ class LocalWorkers:
                     f"age {age}: worker {w.index} expected crossing afterstates from "
                     f"{sorted(sources[w.index])}, got them from {sorted(w.received.get(age, {}))}"
                 )
+        for w in self.workers:
+            w.spawn_own(age)
         spawned = [w.spawn(age) for w in self.workers]
         for w in self.workers:
             for owner, ids in w.hand_off(age).items():
@@ -117,11 +120,14 @@ class LocalWorkers:
             w.begin_backward(ages)
 
     def settle(self, age: int) -> list[dict]:
-        """Each worker values its afterstates of ``age``, sends the crossing ones' values back, values its states,
-        and sends the values of the states handed to it back to the workers that handed them."""
+        """Each worker values the crossing afterstates of ``age`` and sends their values back, values its other
+        afterstates and its states, and sends the values of the states handed to it back to the workers that
+        handed them."""
         for w in self.workers:
-            for source, values in w.value_afterstates(age).items():
+            for source, values in w.value_crossing(age).items():
                 self.workers[source].receive_values(age, w.index, values)
+        for w in self.workers:
+            w.value_rest(age)
         valued = [w.value_states(age) for w in self.workers]
         for w in self.workers:
             for source, values in w.hand_back(age).items():

@@ -152,15 +152,18 @@ class ColumnActor:
     @on_its_cores
     def exchange_and_spawn(self, age: int, changes: Changes, sources: list) -> tuple:
         """Take the columns split and the keys assigned or moved in ``age``, send the crossing afterstates of
-        ``age`` to their owners' actors, wait for those of ``sources``, spawn, and hand the states of age + 2 that
-        other workers own now to their actors (delivered before this returns, so before any actor expands age + 2)
-        -> ``(crossing afterstates sent, spawn result)``."""
+        ``age`` to their owners' actors, spawn this worker's own afterstates while they travel, wait for those of
+        ``sources``, spawn them, and hand the states of age + 2 that other workers own now to their actors
+        (delivered before this returns, so before any actor expands age + 2) -> ``(crossing afterstates sent,
+        spawn result)``."""
         ray = import_ray()
         worker, epoch = self.worker, self.epoch
         out = worker.send_crossing(age, changes)
-        ray.get([self.peers[w].receive_crossing.remote(age, self.index, ids) for w, ids in out.items()])
+        sending = [self.peers[w].receive_crossing.remote(age, self.index, ids) for w, ids in out.items()]
+        worker.spawn_own(age)
         self._wait_for("crossing afterstates", age, epoch, lambda: worker.received.get(age, {}), sources)
         spawned = worker.spawn(age)
+        ray.get(sending)
         ray.get([self.peers[w].receive_handoff.remote(age, self.index, ids) for w, ids in worker.hand_off(age).items()])
         return sum(int(ids.size) for ids in out.values()), spawned
 
@@ -179,17 +182,20 @@ class ColumnActor:
 
     @on_its_cores
     def settle(self, age: int) -> dict:
-        """Value the afterstates of ``age``, send the crossing ones' values to the actors that sent them, wait for
-        the values of those this actor sent, value the states, and send the values of the states handed to this
-        actor back to the actors that handed them (delivered before this returns, so before age - 2 starts)."""
+        """Value the crossing afterstates of ``age`` and send their values to the actors that sent them, value the
+        other afterstates while they travel, wait for the values of those this actor sent, value the states, and
+        send the values of the states handed to this actor back to the actors that handed them (delivered before
+        this returns, so before age - 2 starts)."""
+        ray = import_ray()
         worker, epoch = self.worker, self.epoch
-        out = worker.value_afterstates(age)
-        import_ray().get([self.peers[w].receive_values.remote(age, self.index, v) for w, v in out.items()])
+        out = worker.value_crossing(age)
+        sending = [self.peers[w].receive_values.remote(age, self.index, v) for w, v in out.items()]
+        worker.value_rest(age)
         self._maybe_die("settle", age)
         expected = worker.expected_values(age)
         self._wait_for("crossing values", age, epoch, lambda: worker.values_in.get(age, {}), expected)
         valued = worker.value_states(age)
-        ray = import_ray()
+        ray.get(sending)
         ray.get([self.peers[w].receive_handback.remote(age, self.index, v) for w, v in worker.hand_back(age).items()])
         return valued
 
