@@ -115,7 +115,15 @@ def test_critical_path_replays_the_drivers_assignment_by_hand():
     # NICs of 5 B/s: 40 and 56 bytes take 8 and 11.2 s after (or under) kernels of 9 and 10 s
     timed = seconds([first, second], cores=1, rate=1.0, nic_gbps=5 * 8 / 1e9)
     assert timed["total_s"] == pytest.approx(9 + 8 + 10 + 11.2) and timed["overlapped_s"] == pytest.approx(9 + 11.2)
-    assert summary([first, second], 2)["imbalance"] == 19 * 2 / 30
+    # pipelined: per pass, half a machine's crossing bytes (4 s in age 10, 5.6 s in age 12) less what its own
+    # afterstates' work hides (under_exchange seconds each); machine 1 received all its afterstates of age 10
+    assert (first.machine_own, second.machine_own) == ((4, 0), (1, 1))
+    assert seconds([first, second], 1, 1.0, 5 * 8 / 1e9, under_exchange=(0, 0))["pipelined_s"] == pytest.approx(38.2)
+    piped = seconds([first, second], cores=1, rate=1.0, nic_gbps=5 * 8 / 1e9, under_exchange=(0.5, 1.0))
+    assert piped["pipelined_s"] == pytest.approx(max(9 + 2 + 0, 5 + 4 + 4) + max(10 + 5.1 + 4.6, 6 + 5.1 + 4.6))
+    model = summary([first, second], 2)
+    assert model["imbalance"] == 19 * 2 / 30 and model["busiest_own_share"] == 5 / 11
+    assert model["busiest_crossing_bytes_per_item"] == (40 + 56) / 30 and model["busiest_handoff_bytes_per_item"] == 0
     one = replay(ages, 8, 1)
     assert [x.busiest for x in one] == [14, 16] and all(x.exchange_bytes == 0 for x in one)
     # a Ray run that took exactly the model's time at the local build's rate has no overhead

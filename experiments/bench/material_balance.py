@@ -67,7 +67,23 @@ def balance(work_dir) -> dict:
                                                  for a in counted])  # fmt: skip
     out["critical_path_s"] = out["forward"]["busiest_s"] + out["backward"]["busiest_s"]
     out["all_work_s"] = out["forward"]["all_s"] + out["backward"]["all_s"]
+    if counted and all("under_s" in a for ages in passes.values() for a in ages):
+        items = sum(sum(a["states_w"]) + sum(a["afterstates_w"]) for a in counted)
+        out["under_exchange"] = under_exchange_cost(passes, out["all_work_s"] / items)
     return {**out, **exchanged_boards(work_dir)}
+
+
+def under_exchange_cost(passes: dict[str, list[dict]], seconds_per_item: float) -> dict[str, float]:
+    """Per pass, the seconds of an afterstate in the steps that may run while the age's exchange travels (the
+    children of the worker's own afterstates; the values of the afterstates no peer asked for), over the build's
+    mean ``seconds_per_item`` (all its seconds over its states + afterstates): the critical-path model's
+    ``--under-exchange`` (:func:`experiments.scale.critical_path.seconds`)."""
+    out = {}
+    for name, ages in passes.items():
+        under_s = sum(sum(a["under_s"]) for a in ages)
+        items = sum(sum(a["under_items"]) for a in ages)
+        out[name] = under_s / items / seconds_per_item if items else 0.0
+    return out
 
 
 def describe(report: dict) -> str:
@@ -85,6 +101,11 @@ def describe(report: dict) -> str:
         b = report["boards"]
         lines.append(f"boards per age, busiest over an even share: states {b['states']:.3f}x, afterstates "
                      f"{b['afterstates']:.3f}x, both {b['both']:.3f}x")  # fmt: skip
+    if "under_exchange" in report:
+        u = report["under_exchange"]
+        lines.append(f"an afterstate spawned or valued while the exchange travels costs {u['forward']:.3f} (forward) "
+                     f"and {u['backward']:.3f} (backward) of the build's mean state or afterstate (critical_path "
+                     f"--under-exchange {u['forward']:.3f} {u['backward']:.3f})")  # fmt: skip
     lines.append(f"critical path {report['critical_path_s']:.1f} s of {report['all_work_s']:.1f} s of work; crossing "
                  f"{report['crossing']:,}, handed off {report['handed_off']:,}, moved {report['moved_keys']:,}, "
                  f"columns split {report['split_keys']:,}")  # fmt: skip

@@ -56,6 +56,13 @@ class AgeLoad:
     largest_column: int  # states + afterstates of the largest key
     exchange_bytes: int  # all machines, both passes, IDs and values
     busiest_nic_bytes: int  # the busiest machine's bytes in one direction, both passes
+    # per machine: states + afterstates; the afterstates it made itself (not received from another machine: the
+    # work a worker does while the exchange travels); bytes in one direction, both passes, of the crossing
+    # afterstates (which travel under that work) and of the states handed off (which do not)
+    machine_work: tuple[float, ...] = ()
+    machine_own: tuple[float, ...] = ()
+    machine_crossing_bytes: tuple[float, ...] = ()
+    machine_handoff_bytes: tuple[float, ...] = ()
 
     @property
     def work(self) -> int:
@@ -131,7 +138,9 @@ def replay(ages: dict[int, dict], tile: int, machines: int, tolerance: float | N
         busiest = int(np.argmax(load_states + load_after))
         # spawns into another part of a split column: each such state once, an ID forward and a value back
         spawn_far = states * (1 - (share**2).sum(axis=1))
-        nic = (states[:, None] * share * (1 - share)).sum(axis=0) * 2
+        handed = (states[:, None] * share * (1 - share)).sum(axis=0) * 2
+        crossing = np.zeros(machines)
+        received = np.zeros(machines)
         exchanged = float(spawn_far.sum())
         if row["pairs"]:
             pairs = np.asarray([[int(a), int(b), int(n)] for a, b, n in row["pairs"]], dtype=object)
@@ -144,49 +153,78 @@ def replay(ages: dict[int, dict], tile: int, machines: int, tolerance: float | N
             won = target.sum(axis=1) == 0  # a key no afterstate has: a won game, no value
             count[won] = 0
             exchanged += float((count * (1 - (source * target).sum(axis=1))).sum())
-            nic += (count[:, None] * source * (1 - target)).sum(axis=0)
-            nic += (count[:, None] * target * (1 - source)).sum(axis=0)
+            received = (count[:, None] * target * (1 - source)).sum(axis=0)
+            crossing = (count[:, None] * source * (1 - target)).sum(axis=0) + received
+        nic = handed + crossing
         exchanged += moved
         out.append(AgeLoad(age=age, states=int(states.sum()), afterstates=int(after.sum()),
                            busiest=round(load_states[busiest] + load_after[busiest]),
                            busiest_states=round(load_states[busiest]), busiest_afterstates=round(load_after[busiest]),
                            largest_column=int((states + after).max()) if keys.size else 0,
                            exchange_bytes=round(exchanged * (ID_BYTES + VALUE_BYTES)),
-                           busiest_nic_bytes=round((nic.max() + moved) * ID_BYTES)))  # fmt: skip
+                           busiest_nic_bytes=round((nic.max() + moved) * ID_BYTES),
+                           machine_work=tuple(load_states + load_after),
+                           machine_own=tuple(np.maximum(load_after - received, 0.0)),
+                           machine_crossing_bytes=tuple(crossing * ID_BYTES),
+                           machine_handoff_bytes=tuple((handed + moved) * ID_BYTES)))  # fmt: skip
     return out
 
 
-def seconds(loads: list[AgeLoad], cores: int, rate: float, nic_gbps: float | None, overhead: float = 1.0) -> dict:
+def seconds(loads: list[AgeLoad], cores: int, rate: float, nic_gbps: float | None, overhead: float = 1.0,
+            under_exchange: tuple[float, float] | None = None) -> dict:  # fmt: skip
     """The model's time for ``loads``: compute (the busiest machine of every age at ``rate`` states + afterstates
     per core-second on ``cores`` cores) and network (the busiest NIC of every age at ``nic_gbps``; None: free),
-    each summed over the ages, and their total times ``overhead`` (``total_s``: the driver's steps, where no
-    transfer runs under a kernel).  ``overlapped_s``: the same ages if every transfer ran under the kernels, each
-    age as long as the longer of its compute and its network, times ``overhead``: a bound for a design that
-    overlaps them, which the driver does not."""
+    each summed over the ages, and their total times ``overhead`` (``total_s``: every transfer between kernels).
+    ``overlapped_s``: the same ages if every transfer ran under the kernels, each age as long as the longer of its
+    compute and its network, times ``overhead``: a lower bound.
+
+    ``pipelined_s``, given ``under_exchange`` (``(forward, backward)``, from ``experiments.bench.material_balance``:
+    an afterstate's seconds in the steps that run while the exchange travels, over the mean seconds of a state or
+    afterstate): the driver's steps.  Per age and machine, its compute, then per pass half of its crossing bytes
+    less what its own afterstates' work in that pass hides, then its hand-offs; the age as long as its slowest
+    machine, times ``overhead``."""
     per_second = cores * rate
     nic_bytes_per_second = None if nic_gbps is None else nic_gbps * 1e9 / 8
     compute = sum(x.busiest for x in loads) / per_second
-    network = 0.0 if nic_gbps is None else sum(x.busiest_nic_bytes for x in loads) / nic_bytes_per_second
-    overlapped = (
-        compute
-        if nic_gbps is None
-        else sum(max(x.busiest / per_second, x.busiest_nic_bytes / nic_bytes_per_second) for x in loads)
-    )
-    return {"compute_s": compute, "network_s": network, "total_s": overhead * (compute + network),
-            "overlapped_s": overhead * overlapped}  # fmt: skip
+    if nic_bytes_per_second is None:
+        return {"compute_s": compute, "network_s": 0.0, "total_s": overhead * compute,
+                "overlapped_s": overhead * compute, "pipelined_s": overhead * compute}  # fmt: skip
+    network = sum(x.busiest_nic_bytes for x in loads) / nic_bytes_per_second
+    overlapped = sum(max(x.busiest / per_second, x.busiest_nic_bytes / nic_bytes_per_second) for x in loads)
+    out = {"compute_s": compute, "network_s": network, "total_s": overhead * (compute + network),
+           "overlapped_s": overhead * overlapped}  # fmt: skip
+    if under_exchange is not None:
+        pipelined = 0.0
+        for x in loads:
+            work, own = np.asarray(x.machine_work), np.asarray(x.machine_own)
+            crossing, handed = np.asarray(x.machine_crossing_bytes), np.asarray(x.machine_handoff_bytes)
+            machine_s = work / per_second + handed / nic_bytes_per_second
+            for cost in under_exchange:
+                machine_s += np.maximum(crossing / 2 / nic_bytes_per_second - cost * own / per_second, 0.0)
+            pipelined += float(machine_s.max())
+        out["pipelined_s"] = overhead * pipelined
+    return out
 
 
 def summary(loads: list[AgeLoad], machines: int) -> dict:
     """Work-weighted shares of ``loads`` on ``machines`` machines: the imbalance (the busiest machine's work over
-    an even share, summed over ages), the largest column's share of the work, and bytes per state + afterstate
-    (all exchanged, and through the busiest NIC)."""
+    an even share, summed over ages), the largest column's share of the work, bytes per state + afterstate (all
+    exchanged, and through the busiest NIC), and of the busiest machine's afterstates in each age, the share it
+    made itself, and its crossing and handed-off bytes per state + afterstate."""
     work = sum(x.work for x in loads)
+    busiest = [int(np.argmax(x.machine_work)) for x in loads]
+    after = sum(x.busiest_afterstates for x in loads)  # the busiest machine's, as argmax finds it
+    mine = {name: sum(getattr(x, name)[b] for x, b in zip(loads, busiest, strict=True))
+            for name in ("machine_own", "machine_crossing_bytes", "machine_handoff_bytes")}  # fmt: skip
     return {"machines": machines, "ages": len(loads), "states_and_afterstates": work,
             "imbalance": sum(x.busiest for x in loads) * machines / work,
             "critical_path_share": sum(x.busiest for x in loads) / work,
             "largest_column_share": sum(x.largest_column for x in loads) / work,
             "exchange_bytes_per_item": sum(x.exchange_bytes for x in loads) / work,
-            "busiest_nic_bytes_per_item": sum(x.busiest_nic_bytes for x in loads) / work}  # fmt: skip
+            "busiest_nic_bytes_per_item": sum(x.busiest_nic_bytes for x in loads) / work,
+            "busiest_own_share": mine["machine_own"] / after if after else 1.0,
+            "busiest_crossing_bytes_per_item": mine["machine_crossing_bytes"] / work,
+            "busiest_handoff_bytes_per_item": mine["machine_handoff_bytes"] / work}  # fmt: skip
 
 
 def modelled_load(age: int, states: int, afterstates: int, model: dict, machines: int) -> AgeLoad:
@@ -195,11 +233,15 @@ def modelled_load(age: int, states: int, afterstates: int, model: dict, machines
     the largest column and the bytes scale with its work."""
     work = states + afterstates
     share = model["imbalance"] / machines
+    busiest_afterstates = round(afterstates * share)
     return AgeLoad(age=age, states=states, afterstates=afterstates, busiest=round(work * share),
-                   busiest_states=round(states * share), busiest_afterstates=round(afterstates * share),
+                   busiest_states=round(states * share), busiest_afterstates=busiest_afterstates,
                    largest_column=round(work * model["largest_column_share"]),
                    exchange_bytes=round(work * model["exchange_bytes_per_item"]),
-                   busiest_nic_bytes=round(work * model["busiest_nic_bytes_per_item"]))  # fmt: skip
+                   busiest_nic_bytes=round(work * model["busiest_nic_bytes_per_item"]),
+                   machine_work=(work * share,), machine_own=(busiest_afterstates * model["busiest_own_share"],),
+                   machine_crossing_bytes=(work * model["busiest_crossing_bytes_per_item"],),
+                   machine_handoff_bytes=(work * model["busiest_handoff_bytes_per_item"],))  # fmt: skip
 
 
 def calibrate(ages: dict[int, dict], tile: int, local_seconds: float, ray_seconds: float, workers: int = 2,
