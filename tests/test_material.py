@@ -181,6 +181,9 @@ def test_projection_replays_measured_ages_and_models_later_ones_on_the_last_quar
     last = loads[2]
     assert (last.age, last.states, last.afterstates) == (14, 60, 80)
     assert last.busiest == round(140 * 10 / 14) and last.exchange_bytes == round(140 * 16 / 14)
+    # machine 1 received 1 of its 6 afterstates of age 12 (8 B in, one direction): the share it made is 5 / 6
+    assert last.machine_work == pytest.approx((100,)) and last.machine_crossing_bytes == pytest.approx((140 * 8 / 14,))
+    assert last.machine_own == pytest.approx((last.busiest_afterstates * 5 / 6,)) and last.machine_handoff_bytes == (0,)
 
 
 def test_endgame_projection_scales_the_histograms_shares():

@@ -297,6 +297,10 @@ def add_model_args(parser: argparse.ArgumentParser, rate_required: bool = True) 
     parser.add_argument("--cores", type=int, default=16, help="cores per machine (default 16)")
     parser.add_argument("--machines", type=int, nargs="+", default=[1, 2, 8, 64])
     parser.add_argument("--nic-gbps", type=float, default=10.0)
+    parser.add_argument("--under-exchange", type=float, nargs=2, default=None, metavar=("FORWARD", "BACKWARD"),
+                        help="an afterstate's cost in the steps that run while the exchange travels, per pass, over "
+                        "the mean state or afterstate (python -m experiments.bench.material_balance prints it): "
+                        "adds the driver's pipelined time")  # fmt: skip
 
 
 def main(argv=None) -> dict:
@@ -326,12 +330,13 @@ def main(argv=None) -> dict:
     for m in args.machines:
         loads = replay(ages, args.tile, m, args.rebalance, args.split)
         s = summary(loads, m)
-        t = seconds(loads, args.cores, rate, args.nic_gbps, overhead)
+        t = seconds(loads, args.cores, rate, args.nic_gbps, overhead, args.under_exchange)
         out["machines"][m] = {**s, **t}
+        piped = f"; pipelined {t['pipelined_s']:,.0f} s" if "pipelined_s" in t else ""
         print(f"{m:>3} x {args.cores} cores: imbalance {s['imbalance']:.3f}, exchange "
               f"{s['exchange_bytes_per_item']:.2f} B per item (busiest NIC {s['busiest_nic_bytes_per_item']:.2f}); "
               f"compute {t['compute_s']:,.0f} s + network {t['network_s']:,.0f} s, x{overhead:.3f} = "
-              f"{t['total_s']:,.0f} s")  # fmt: skip
+              f"{t['total_s']:,.0f} s{piped}")  # fmt: skip
     return out
 
 

@@ -20,8 +20,10 @@ Per machine count M (``--cores`` each):
   afterstates make seed 000's total (``AFTERSTATES_4X3``).  This is an assumption, not a measurement: the
   material of the deep ages (tiles up to 2**13) is not measured here;
 * time: per age, the busiest machine's work at ``R`` per core-second on its cores plus the busiest NIC's bytes at
-  ``--nic-gbps``, summed over the ages, times ``X``; and, as a bound for a design that overlaps transfers with
-  kernels (the driver does not), the longer of the two per age;
+  ``--nic-gbps``, summed over the ages, times ``X`` (every transfer between kernels: an upper bound); the longer
+  of the two per age (every transfer under the kernels: a lower bound); and with ``--under-exchange`` (measured
+  by ``experiments.bench.material_balance``), the driver's steps, whose crossing transfers run under the work of
+  each machine's own afterstates (:func:`critical_path.seconds`, ``pipelined_s``);
 * memory per machine: :func:`local_backward_bytes` of the busiest machine's states and afterstates at the
   largest age, as the local backward pass holds them;
 * network: all bytes that cross between machines, both passes.
@@ -111,18 +113,20 @@ def check_counts(ages: dict[int, dict], published: np.ndarray) -> int:
 
 def project(ages: dict[int, dict], tile: int, machines: list[int], cores: int, rate: float, overhead: float,
             nic_gbps: float, published: np.ndarray, fraction: float = 0.25,
-            tolerance: float | None = DEFAULT_TOLERANCE, split: float | None = DEFAULT_SPLIT) -> dict:  # fmt: skip
+            tolerance: float | None = DEFAULT_TOLERANCE, split: float | None = DEFAULT_SPLIT,
+            under_exchange: tuple[float, float] | None = None) -> dict:  # fmt: skip
     agreed = check_counts(ages, published)
     out = {"tile": tile, "rebalance": tolerance, "split": split, "cores": cores, "rate": rate, "overhead": overhead,
-           "nic_gbps": nic_gbps,
+           "nic_gbps": nic_gbps, "under_exchange": under_exchange,
            "measured_ages": [min(ages), max(ages)], "agrees_with_published_to_age": agreed, "machines": {}}  # fmt: skip
     for m in machines:
         replayed = replay(ages, tile, m, tolerance, split)
         loads, model = extend(replayed, published, m, fraction, kept=agreed, afterstates_total=AFTERSTATES_4X3)
-        t = seconds(loads, cores, rate, nic_gbps, overhead)
+        t = seconds(loads, cores, rate, nic_gbps, overhead, under_exchange)
         peak = max(loads, key=lambda x: x.busiest)
         out["machines"][m] = {
             "hours": t["total_s"] / HOUR, "overlapped_h": t["overlapped_s"] / HOUR,
+            **({"pipelined_h": t["pipelined_s"] / HOUR} if "pipelined_s" in t else {}),
             "compute_h": overhead * t["compute_s"] / HOUR,
             "network_h": overhead * t["network_s"] / HOUR, "network_tb": sum(x.exchange_bytes for x in loads) / 1e12,
             "memory_gb": local_backward_bytes(peak.busiest_states, peak.busiest_afterstates) / 1e9,
@@ -150,14 +154,16 @@ def main(argv=None) -> dict:
     if not 0 < args.model_fraction <= 1:
         parser.error(f"--model-fraction must be in (0, 1], got {args.model_fraction}")
     out = project(ages, args.tile, args.machines, args.cores, args.rate, args.overhead, args.nic_gbps, published,
-                  args.model_fraction, args.rebalance, args.split)  # fmt: skip
+                  args.model_fraction, args.rebalance, args.split, args.under_exchange)  # fmt: skip
     agreed = out["agrees_with_published_to_age"]
     print(f"histogram: ages {min(ages)}-{max(ages)} at T = {args.tile}; its states agree with seed 000's to age "
           f"{agreed}{' (another game: a stand-in)' if agreed < max(ages) else ''}")  # fmt: skip
     for m, p in out["machines"].items():
         tm, ms = p["tail_model"], p["measured"]
-        print(f"{m:>3} x {args.cores} cores: {p['hours']:.2f} h (compute {p['compute_h']:.2f} h + network "
-              f"{p['network_h']:.2f} h; {p['overlapped_h']:.2f} h if transfers ran under the kernels); network "
+        piped = f"{p['pipelined_h']:.2f} h pipelined as the driver runs, " if "pipelined_h" in p else ""
+        print(f"{m:>3} x {args.cores} cores: {piped}{p['hours']:.2f} h with every transfer between kernels (compute "
+              f"{p['compute_h']:.2f} h + network {p['network_h']:.2f} h), {p['overlapped_h']:.2f} h with every "
+              f"transfer under them; network "
               f"{p['network_tb']:.1f} TB; memory {p['memory_gb']:.1f} GB per "
               f"machine; measured ages: imbalance {ms['imbalance']:.3f}, {ms['exchange_bytes_per_item']:.2f} B per "
               f"item; later ages modelled on ages {tm['from_age']}-{tm['to_age']}: imbalance "
