@@ -20,10 +20,12 @@ machine.  For each machine count M this replays, age by age:
   afterstate of the age has is a won game, whose value is known.  A machine's NIC carries 8 B per such afterstate
   in each direction; the age waits for the busiest NIC at ``nic_gbps``.
 
-The sum over ages, times an ``overhead`` factor, is the model's build time.  :func:`calibrate` measures that
-factor: the model of a build measured on this machine (local on 2 threads, Ray on two one-CPU nodes) against the
-measured Ray time.  The figures count pairs per source key, so an afterstate reached from two keys of the same
-machine is counted twice: the exchange is an upper bound.
+The sum over ages, times an ``overhead`` factor, is the model's build time: with every transfer between kernels,
+with every transfer under them, and (``--under-exchange``) as the driver pipelines them, each crossing transfer
+under the work of a machine's own afterstates (:func:`seconds`).  :func:`calibrate` measures that factor: the model
+of a build measured on this machine (local on 2 threads, Ray on two one-CPU nodes) against the measured Ray time.
+The figures count pairs per source key, so an afterstate reached from two keys of the same machine is counted
+twice: the exchange is an upper bound, and a machine's own afterstates (those it did not receive) a lower one.
 """
 
 from __future__ import annotations
