@@ -62,6 +62,20 @@ def _positions(lo, hi, merged, ids, out):
         out[i] = j if j < n and merged[j] == ids[i] else -1
 
 
+@block_kernel
+def _place_values(lo, hi, merged, ids, values, out):
+    """Pieces ``lo .. hi - 1`` of one sorted piece ``ids`` (``uint64[m]``, every board in the sorted ``merged``,
+    ``uint64[n]``): ``out[j] = values[i]`` where ``merged[j] == ids[i]``.  A binary search for the block's first
+    board, then a gallop from each match to the next (the same walk as :func:`_positions`, writing values)."""
+    n = merged.shape[0]
+    if lo >= hi:
+        return
+    j = _lower_bound(merged, 0, n, ids[lo])
+    for i in range(lo, hi):
+        j = _gallop(merged, j, ids[i])
+        out[j] = values[i]
+
+
 def positions_in(merged: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """``int64[m]``: where each of the sorted unique ``ids`` (``uint64[m]``) sits in the sorted unique ``merged``
     (``uint64[n]``), -1 for one that is not there; on the solver's threads."""
@@ -102,10 +116,6 @@ def merge_parts(id_pieces, value_pieces) -> tuple[np.ndarray, np.ndarray]:
     total = sum(ids[k].size for k in kept)
     if merged.size != total:
         raise ValueError(f"merge_parts: the pieces share {total - merged.size} boards")
-    positions = [np.empty(ids[k].size, np.int64) for k in kept]
-    run_blocks([(_positions, ids[k].size, (merged, ids[k], at)) for k, at in zip(kept, positions, strict=True)],
-               min_block=1 << 15)  # fmt: skip
     out = np.empty(merged.size, np.float64)
-    for k, at in zip(kept, positions, strict=True):
-        out[at] = values[k]
+    run_blocks([(_place_values, ids[k].size, (merged, ids[k], values[k], out)) for k in kept], min_block=1 << 15)
     return merged, out
