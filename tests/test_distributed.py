@@ -3,6 +3,10 @@ bit for bit the local build's for any number of workers and threshold, with cros
 
 from __future__ import annotations
 
+import json
+import math
+from pathlib import Path
+
 import numpy as np
 import pytest
 from golden_tables import checksums_of, golden, spec_of
@@ -18,7 +22,7 @@ from solver.distributed.material import PART_SHIFT, UNASSIGNED, Assignment, mate
 from solver.spec import SolveSpec
 from solver.store import Table
 from solver.value_index import build_value_index, find
-from solver.workdir import WorkDir, WorkDirMismatch, journal_entries
+from solver.workdir import JOURNAL, WorkDir, WorkDirMismatch, journal_entries, parse_journal
 
 from conftest import numba_threads
 
@@ -360,9 +364,27 @@ def test_under_exchange_cost_is_seconds_per_afterstate_over_the_builds_mean():
     assert under_exchange_cost(passes, 0.05) == pytest.approx({"forward": 2.0, "backward": 0.4})
 
 
-def test_material_balance_reads_each_workers_seconds_from_the_journal(tmp_path, capsys):
-    """experiments.bench.material_balance: every age's seconds per worker, the busiest at least an even share, and
-    the same figures from a kept work directory as from its own build."""
+def _with_seconds(work_dir, forward: dict, backward: dict) -> None:
+    """Rewrite every timed age of a kept work directory's journal with the seconds given (a clock the test
+    controls); the counts the build journalled stay as they were.  ``under_s`` given as ``"per_item"`` sets each
+    worker's seconds under the exchange to that many seconds per afterstate it journalled there."""
+    path = Path(work_dir) / JOURNAL
+    lines = []
+    for entry in parse_journal(path.read_text()):
+        for key, timed in (("extra", forward), ("code", backward)):
+            fields = entry.get(key, {})
+            if "busy_s" in fields:
+                fields.update({k: v for k, v in timed.items() if k != "under_per_item"})
+                fields["under_s"] = [timed["under_per_item"] * n for n in fields["under_items"]]
+        lines.append(json.dumps(entry))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_material_balance_reads_each_workers_counts_from_the_journal(tmp_path, capsys):
+    """experiments.bench.material_balance on a real build: the journal holds every worker's seconds and boards per
+    age, the counts add up to the age's, and the report reads the same from a kept work directory as from its own
+    build.  (What the report computes from the seconds is checked on seconds the test sets, below: a 2x3 build's
+    steps take under the journal's 1 ms resolution.)"""
     from experiments.bench.material_balance import balance, main
 
     spec = SolveSpec.parse("2x3", "score")
@@ -370,27 +392,47 @@ def test_material_balance_reads_each_workers_seconds_from_the_journal(tmp_path, 
     got = balance(tmp_path / "t.work")
     work = WorkDir(tmp_path / "t.work", spec, SOLVER_VERSION, layout={"backend": "material", "workers": 3, "low": 3})
     assert got["forward"]["ages"] == got["backward"]["ages"] == len(work.forward_counts)
-    for p in ("forward", "backward"):
-        assert got[p]["busiest_s"] >= got[p]["even_s"] > 0 and got[p]["all_s"] == pytest.approx(3 * got[p]["even_s"])
-        # one process runs the workers in turn: its wall holds all their seconds; max(A) + max(B) >= max(A + B)
-        assert got[p]["wall_s"] >= got[p]["all_s"] * 0.99
-        assert got[p]["barrier_path_s"] >= got[p]["busiest_s"] - 0.002 * got[p]["ages"]  # each rounded to 1 ms
-    assert got["critical_path_s"] <= got["all_work_s"]
-    counted = [e for e in journal_entries(tmp_path / "t.work") if "forward" in e]
+    entries = journal_entries(tmp_path / "t.work")
+    counted = [e for e in entries if "forward" in e]
     assert len(counted) == got["forward"]["ages"] and all(
         [sum(e["extra"]["states_w"]), sum(e["extra"]["afterstates_w"])]
         == [e["forward"]["states"], e["forward"]["afterstates"]]
         for e in counted
     )
+    for timed in [e["extra"] for e in counted] + [e["code"] for e in entries if "backward" in e]:
+        seconds = timed["busy_s"] + timed["first_s"] + timed["under_s"] + [timed["wall_s"]]
+        assert len(timed["busy_s"]) == len(timed["first_s"]) == len(timed["under_s"]) == 3
+        assert all(math.isfinite(s) and s >= 0 for s in seconds)
     assert set(got["boards"]) == {"states", "afterstates", "both"} and min(got["boards"].values()) >= 1
-    for e in counted:  # the steps under the exchange are some of the age's: its own afterstates' children
-        assert all(u <= b for u, b in zip(e["extra"]["under_s"], e["extra"]["busy_s"], strict=True))
+    for e in counted:  # the afterstates under the exchange are some of the age's: its own afterstates' children
         assert sum(e["extra"]["under_items"]) <= e["forward"]["afterstates"]
-    assert sum(sum(e["extra"]["under_items"]) for e in counted) > 0
-    assert got["under_exchange"]["forward"] > 0 and got["under_exchange"]["backward"] > 0
+    backward = [e["code"] for e in entries if "backward" in e]
+    assert sum(sum(e["extra"]["under_items"]) for e in counted) > 0 and sum(sum(c["under_items"]) for c in backward) > 0
     assert got["crossing"] == journal_total(work, "crossing") and got["moved_keys"] == journal_total(work, "moved_keys")
     assert main(["--journal", str(tmp_path / "t.work")]) == got
     assert "critical path" in capsys.readouterr().out
     report = main(["--board", "2x3", "--objective", "score", "--workers", "2", "--rebalance", "off", "--split", "off"])
     assert report["moved_keys"] == report["handed_off"] == report["split_keys"] == 0
-    assert report["forward"]["imbalance"] >= 1
+    assert report["forward"]["imbalance"] >= 1  # the busiest worker's seconds are at least an even share of them
+
+    # The figures from seconds the test sets, on the same journal: forward, the workers take 1, 2 and 3 s an age,
+    # 0.5, 0.5 and 1 s of it before the exchange, the driver's wall 7 s, and 1 ms per afterstate under the exchange;
+    # backward 4, 4 and 4 s (2, 1 and 0 s before it), wall 12.5 s with 0.25 s waiting for writes, 3 ms per afterstate.
+    _with_seconds(tmp_path / "t.work", {"busy_s": [1.0, 2.0, 3.0], "first_s": [0.5, 0.5, 1.0], "wall_s": 7.0,
+                                         "under_per_item": 0.001},
+                  {"busy_s": [4.0, 4.0, 4.0], "first_s": [2.0, 1.0, 0.0], "wall_s": 12.5, "write_wait_s": 0.25,
+                   "under_per_item": 0.003})  # fmt: skip
+    timed = balance(tmp_path / "t.work")
+    n = timed["forward"]["ages"]
+    assert timed["forward"] == pytest.approx({"ages": n, "busiest_s": 3 * n, "even_s": 2 * n, "all_s": 6 * n,
+                                              "imbalance": 1.5, "barrier_path_s": (1 + 2) * n, "wall_s": 7 * n,
+                                              "write_wait_s": 0})  # fmt: skip
+    assert timed["backward"] == pytest.approx({"ages": n, "busiest_s": 4 * n, "even_s": 4 * n, "all_s": 12 * n,
+                                               "imbalance": 1.0, "barrier_path_s": (2 + 4) * n, "wall_s": 12.5 * n,
+                                               "write_wait_s": 0.25 * n})  # fmt: skip
+    assert timed["critical_path_s"] == pytest.approx(7 * n) and timed["all_work_s"] == pytest.approx(18 * n)
+    items = sum(e["forward"]["states"] + e["forward"]["afterstates"] for e in counted)
+    per_item = 18 * n / items  # the build's mean seconds per state or afterstate
+    assert timed["under_exchange"] == pytest.approx({"forward": 0.001 / per_item, "backward": 0.003 / per_item})
+    kept = ("boards", "crossing", "moved_keys")
+    assert {k: timed[k] for k in kept} == {k: got[k] for k in kept}

@@ -115,7 +115,8 @@ def test_a_stuck_worker_does_not_stop_the_build(monkeypatch):
     try:
         t0 = time.monotonic()
         precompile.wait_for("backward", timeout=1.0)
-        assert 1.0 <= time.monotonic() - t0 < 30 and precompile._parts_done == set()
+        # it waited its timeout, then gave up while the worker still ran (the sleeper ends only after 60 s)
+        assert time.monotonic() - t0 >= 1.0 and sleeper.poll() is None and precompile._parts_done == set()
     finally:
         sleeper.kill()
         sleeper.wait()
