@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 TEST_WORKERS ?= 2
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: test docs demo figures bench datasets lint format clean
+.PHONY: test test-fast docs demo figures bench datasets lint format clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,10 +17,18 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
+# Every test, the linter, the formatter's check and the strict docs build: what CI runs.
 test: $(STAMP)
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
 	$(PY) -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadscope
+
+# The quick lane, to run after every change (about a minute with warm kernel caches): every package's core
+# behaviour; tests marked slow (larger tables, Ray, the wheel, the browser, training runs) wait for make test.
+test-fast: $(STAMP)
+	$(PY) -m ruff check .
+	HYPOTHESIS_PROFILE=dev $(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadscope
 
 # The documentation site (MkDocs, API reference from the docstrings) -> site/; --strict: a broken link fails.
 docs: $(STAMP)
@@ -46,8 +54,6 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(PY) -m ruff format . && $(PY) -m ruff check --fix .
 
-# numba's on-disk caches live in __pycache__ and do not notice edits to a callee in another file: clear them
-# after changing a kernel.
 # The reference datasets of docs/datasets.md -> results/datasets/ (3x3 and the L3-256 endgame: optimal play and the
 # suite's TD trainer, 10,000 games each; the ones already there are kept), then behaviour cloning on each from
 # 100, 1,000 and 10,000 games, every clone scored exactly -> results/bc/.

@@ -21,6 +21,9 @@ from env2048.kernel_cache import cache_base
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+#: pytest-xdist's name of this worker process ("gw0", ...); empty in the controller or a run without workers.
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+
 #: The temporary directory and home of the machine, before :func:`pytest_configure` moved both into pytest's base
 #: temporary directory (tests that check that nothing is left outside it look here).
 #: (pytest-xdist's workers start after the controller moved both: they read the originals it passed on.)
@@ -45,7 +48,10 @@ def pytest_configure(config):
     directory too: tests never read a developer's cache (which an older solver may have written) nor write to it.
     SB3's default logger, which makes an empty SB3-<time> folder per training run, writes there as well."""
     base = config._tmp_path_factory.getbasetemp()  # what the tmp_path_factory fixture gives; no public hook has it
-    home, tmp, tables = base / "home", base / "tmp", base / "solved2048-home"
+    home, tmp = base / "home", base / "tmp"
+    # One table cache for the whole session, pytest-xdist's workers included (theirs is popen-gwN below the
+    # controller's): a table that tests on two workers need is built once (build_once's lock makes the other wait).
+    tables = (base.parent if XDIST_WORKER else base) / "solved2048-home"
     for path in (home, tmp, tables):
         path.mkdir(exist_ok=True)
     os.environ.update({"HOME": str(home), "TMPDIR": str(_short_link(tmp)), "SOLVED2048_HOME": str(tables),
@@ -155,7 +161,8 @@ def pytest_sessionfinish(session, exitstatus):
     The link goes last, as this process exits: multiprocessing (SB3's SubprocVecEnv) keeps a temporary directory
     below it and removes it then, in an exit finalizer of priority -100; a finalizer of lower priority runs after
     that one (removed here, the link took the directory's path away first, and the finalizer failed)."""
-    shutil.rmtree(os.environ["SOLVED2048_HOME"], ignore_errors=True)
+    if not XDIST_WORKER:  # the controller ends last; a worker's end would take the cache from the other
+        shutil.rmtree(os.environ["SOLVED2048_HOME"], ignore_errors=True)
     multiprocessing.util.Finalize(None, SHORT_TMP.unlink, kwargs={"missing_ok": True}, exitpriority=-200)
 
 

@@ -8,6 +8,7 @@ import math
 
 import numba
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -123,6 +124,7 @@ def test_afterstate_values_grouped_matches_reference(cases, p4, model, group, se
     assert got.tolist() == expected
 
 
+@pytest.mark.slow
 @given(st.lists(boards(PACKED_SHAPES, max_exp=6, fill=0.3), min_size=1, max_size=25), st.booleans(),
        st.sampled_from([16, 5]), st.sampled_from([1, 3, 16]), st.integers(0, 2**32 - 1))  # fmt: skip
 def test_state_values_grouped_matches_reference(cases, score, win_exponent, group, seed):

@@ -19,6 +19,8 @@ from experiments.suite.dataset import DatasetError, load, make_dataset  # noqa: 
 from experiments.suite.tasks import ensure_table  # noqa: E402
 from oracle import Oracle  # noqa: E402
 
+pytestmark = pytest.mark.slow  # the whole module runs in make test, not in the quick lane
+
 IDENT = "solved2048/2x4/greedy-v0"
 REGISTRY = Path(__file__).resolve().parents[1] / "docs" / "reference" / "suite-v1"
 

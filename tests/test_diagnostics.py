@@ -78,6 +78,7 @@ def test_nlms_step_matches_the_reference(raw, target, alpha, seed):
     assert after == pytest.approx(value + alpha * (target - value), rel=1e-4, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_fit_to_the_optimal_values_plays_optimally_on_2x3(oracle_2x3):
     ids, targets = capacity.table_afterstates(oracle_2x3)
     assert ids.size == oracle_2x3.n_afterstates
@@ -228,6 +229,7 @@ def test_eval_every_parsing():
             EvalEvery.parse(bad)
 
 
+@pytest.mark.slow
 def test_train_td_writes_an_exact_learning_curve(tmp_path):
     out = tmp_path / "td.npz"
     summary = train_td.train(parse_dataclass(train_td.Args, [
@@ -276,6 +278,7 @@ def test_canonical_frame_maps_boards_and_moves(cells, action):
     assert action_from_frame(framed, which, 3, 3)[0] == action
 
 
+@pytest.mark.slow
 def test_labels_are_the_oracles_best_moves(oracle_2x3):
     """Boards met by the learner's own play (DAgger) carry the oracle's legal and optimal moves."""
     learner = NTupleAgent(2, 3, seed=0)

@@ -148,6 +148,7 @@ def local_tables(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("game", list(CUTS))
 def test_tables_are_identical_to_the_local_build(local_tables, tmp_path, game):
     spec = SolveSpec.parse(*game[:2], 0.1, game[2])
@@ -162,6 +163,7 @@ def journal_total(work: WorkDir, field: str) -> int:
     return sum(len(x) if isinstance(x, list) else x for x in extras)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tolerance, split", [(DEFAULT_TOLERANCE, DEFAULT_SPLIT), (None, None)])
 def test_many_columns_and_crossing_moves_give_the_golden_table(tmp_path, tolerance, split):
     """2x4 up to 64, four workers, columns by the tiles >= 8: most ages have several columns on several workers,
@@ -224,6 +226,7 @@ def interrupting_after(steps: int):
     return Interrupting
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("steps", [40, 200])  # 2x3 has 125 ages: a stop in the forward pass, one in the backward
 def test_an_interrupted_build_resumes_to_the_same_table(local_tables, tmp_path, steps):
     spec = SolveSpec.parse("2x3", "score", 0.1, "random")
@@ -235,6 +238,7 @@ def test_an_interrupted_build_resumes_to_the_same_table(local_tables, tmp_path, 
     assert checksums_of(out) == checksums_of(local_tables[spec])
 
 
+@pytest.mark.slow
 def test_builds_stopped_after_hand_offs_resume_to_the_same_table(local_tables, tmp_path):
     """Columns split from the first ages on (the start states' column holds all of them).  Stopped right after the
     first age that handed states off (the resumed forward pass hands them again), and
@@ -380,6 +384,7 @@ def _with_seconds(work_dir, forward: dict, backward: dict) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+@pytest.mark.slow
 def test_material_balance_reads_each_workers_counts_from_the_journal(tmp_path, capsys):
     """experiments.bench.material_balance on a real build: the journal holds every worker's seconds and boards per
     age, the counts add up to the age's, and the report reads the same from a kept work directory as from its own

@@ -70,6 +70,7 @@ def test_a_table_of_another_pattern_is_refused(corner_table):
     assert Endgame2048Env(CORNER).oracle is None  # the bare env needs no table
 
 
+@pytest.mark.slow
 def test_regret_and_exact_evaluation_work_on_a_pattern(corner_table):
     """Regret in probability of success, and the exact success probability of a policy, on a pattern table: the
     random policy's against the brute force's, the optimal policy's against the table's start value."""
@@ -85,6 +86,7 @@ def test_regret_and_exact_evaluation_work_on_a_pattern(corner_table):
         assert best.value == pytest.approx(oracle.start_value, abs=1e-7) and expected < best.value
 
 
+@pytest.mark.slow
 def test_the_benchmark_runs_on_a_pattern(corner_table, tmp_path):
     """Every kind of agent plays the pattern's game (the n-tuple player trained on the plain 3x3 game included:
     it must keep to the allowed moves), and the replay page marks the pattern's fixed cell."""

@@ -36,6 +36,7 @@ def reference_statistics(layer, rows, cols, p4=0.1) -> list[float]:
     return [empty, multi, gaps, ties, can_end, p_end, best]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("board", ["2x3", "3x2"])
 def test_layer_statistics_match_reference(board):
     spec = SolveSpec.parse(board)

@@ -12,7 +12,7 @@ from solver.build import build
 
 @pytest.mark.parametrize(("name", "threads", "layout"), [
     ("2x3-score", 1, "file"), ("2x3-score", 2, "directory"), ("2x4-tile6", 1, "directory"),
-    ("2x4-tile6", 2, "file"), ("2x4-score", 2, "directory"),
+    ("2x4-tile6", 2, "file"), pytest.param("2x4-score", 2, "directory", marks=pytest.mark.slow),
 ])  # fmt: skip
 def test_small_tables_match_the_golden_checksums(tmp_path, name, threads, layout):
     out = tmp_path / "t"
@@ -20,6 +20,7 @@ def test_small_tables_match_the_golden_checksums(tmp_path, name, threads, layout
     assert checksums_of(out) == golden(name)
 
 
+@pytest.mark.slow
 def test_3x3_table_matches_the_golden_checksums():
     """The 3x3 score table of the test session's cache (built once, shared with the oracle tests)."""
     assert checksums_of(cached_table(spec_of("3x3-score"), progress=False)) == golden("3x3-score")

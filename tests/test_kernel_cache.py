@@ -11,7 +11,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from env2048 import kernel_cache
+
+pytestmark = pytest.mark.slow  # the whole module runs in make test, not in the quick lane
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -43,6 +43,7 @@ def position(pattern, free_tiles: list[int]) -> np.ndarray:
     return grid.reshape(pattern.rows, pattern.cols)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "free_tiles", "move", "published"), PUBLISHED)
 def test_macroxue_published_probabilities(tmp_path, name, free_tiles, move, published):
     pattern = load_pattern(PATTERNS / f"{name}.json")

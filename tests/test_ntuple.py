@@ -47,6 +47,7 @@ def random_agent(rows: int, cols: int) -> NTupleAgent:
     return _AGENTS[rows, cols]
 
 
+@pytest.mark.slow
 @given(boards([(3, 3), (4, 4), (4, 3)], max_exp=12))
 def test_value_matches_reference(case):
     rows, cols, grid = case

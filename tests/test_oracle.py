@@ -290,6 +290,7 @@ def test_evaluate_optimal_equals_v_star(oracle_2x3):
     assert (played.value, played.gap) == (exact.value, exact.gap)
 
 
+@pytest.mark.slow
 def test_evaluate_matches_monte_carlo(oracle_2x3):
     """A fixed simple policy (first legal of LEFT, UP, RIGHT, DOWN), exact vs played; and the random policy
     evaluated on raw or canonical boards gives the same exact value."""
@@ -324,12 +325,12 @@ def test_3x3_oracle_from_cache_and_exact_optimal_value():
 
 
 @pytest.mark.slow
-def test_v1_and_v2_oracles_agree_on_3x3_samples(tmp_path):
-    """The 3x3 game solved into both formats: Q-values of 200,000 sampled states within the v2 bound, optimal
+def test_v1_and_v2_oracles_agree_on_2x4_samples(tmp_path):
+    """The 2x4 game solved into both formats: Q-values of about 140,000 sampled states within the v2 bound, optimal
     action sets related as on 2x3 (v2's contain v1's; equal unless the exact gap is within 4.5 bounds)."""
-    spec = SolveSpec.parse("3x3")
+    spec = SolveSpec.parse("2x4")
     build(spec, tmp_path / "v1.h5", progress=False, format_version=1)
-    v1, v2 = Oracle.open(tmp_path / "v1.h5"), Oracle.for_board("3x3", progress=False)
+    v1, v2 = Oracle.open(tmp_path / "v1.h5"), Oracle.for_board("2x4", progress=False)
     rng = np.random.default_rng(7)
     with Table(tmp_path / "v1.h5") as t:
         ages = t.ages[rng.integers(0, t.ages.size, 400)]
@@ -346,7 +347,7 @@ def test_v1_and_v2_oracles_agree_on_3x3_samples(tmp_path):
     top = np.where(legal, q1, -np.inf).max(axis=1, keepdims=True)
     clear = np.where(legal & ~m1, top - q1, np.inf).min(axis=1) > 4.5 * rel * np.maximum(1.0, top[:, 0])
     np.testing.assert_array_equal(m1[clear], m2[clear])
-    assert clear.mean() > 0.95  # measured: 97.2% of these samples are clear of near ties
+    assert clear.mean() > 0.95  # measured: 98.7% of these samples are clear of near ties
 
 
 def test_4x3_directory_table_serves_the_gym_env_and_the_oracle_lazily(tmp_path):
@@ -375,6 +376,7 @@ def test_4x3_directory_table_serves_the_gym_env_and_the_oracle_lazily(tmp_path):
         gym.make("Solved2048-3x3", oracle_table=table)
 
 
+@pytest.mark.slow
 def test_processes_asking_for_one_missing_table_build_it_once(tmp_path):
     """Parallel runs (e.g. ``experiments.train.sweep_ppo``) that all open a table not yet in the cache must not share
     one half-built work directory: each gets the same complete table."""

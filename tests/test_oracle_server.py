@@ -281,6 +281,7 @@ def test_sixteen_concurrent_clients_lose_no_answer_and_get_none_wrong(server, lo
 # -- where a table is taken ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_env_wrapper_and_evaluate_take_a_served_table(server, local, remote):
     env_remote, env_local = make_solved_env(2, 3, oracle_table=server[0]), make_solved_env(2, 3, oracle_table=local)
     _, info_r = env_remote.reset(seed=3)
@@ -296,6 +297,7 @@ def test_the_env_wrapper_and_evaluate_take_a_served_table(server, local, remote)
     assert remote.evaluate(agent, progress=False).value == local.evaluate(agent, progress=False).value
 
 
+@pytest.mark.slow
 def test_the_benchmark_takes_a_served_table(server, table_2x3, tmp_path):
     from experiments.benchmark import run
 

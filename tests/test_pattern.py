@@ -122,6 +122,7 @@ AGREEMENT = {
 }  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(AGREEMENT))
 def test_solved_patterns_agree_with_brute_force(tmp_path, name):
     data = AGREEMENT[name]
@@ -140,6 +141,7 @@ def test_solved_patterns_agree_with_brute_force(tmp_path, name):
     assert len(boards) > 100  # the patterns are not trivial
 
 
+@pytest.mark.slow
 def test_distributed_pattern_tables_are_identical_to_the_local_build(tmp_path):
     """The distributed build (three workers in process here; Ray runs the same steps) on a pattern, whose locked
     tiles are part of every board's material: the local build's datasets."""

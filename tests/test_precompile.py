@@ -22,6 +22,8 @@ from solver import backward, bellman, precompile, value_index
 from solver.build import build
 from solver.spec import SolveSpec
 
+pytestmark = pytest.mark.slow  # the whole module runs in make test, not in the quick lane
+
 ROOT = Path(__file__).resolve().parents[1]
 
 #: The kernels each part compiles, looked at by the test (the largest ones, and the parallel value index's).

@@ -21,6 +21,8 @@ from solver.distributed.driver import exchanged_boards  # noqa: E402
 from solver.distributed.ray_actors import KILL_ENV, build_on_actors  # noqa: E402
 from solver.distributed.session import Machine, ray_session  # noqa: E402
 
+pytestmark = pytest.mark.slow  # the whole module runs in make test, not in the quick lane
+
 
 @pytest.fixture(scope="module")
 def ray_local():
@@ -36,7 +38,7 @@ def workers(n: int) -> list[Machine]:
 #: (table, workers, threshold exponent): T = 8 gives the most columns and crossing moves.  Two workers of one
 #: CPU fill this two-CPU Ray.  The 2x4 table is test_ray_cluster.py's, built there by three workers on three
 #: nodes, with keys moved, columns split and workers killed.
-CASES = [("2x3", 2, 3), ("3x3-256", 2, 4)]
+CASES = [("2x3", 2, 3), ("2x4-64", 2, 4)]
 
 
 @pytest.mark.parametrize(("name", "n_workers", "low"), CASES)

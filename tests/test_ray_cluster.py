@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from golden_tables import checksums_of as checksums
 from ray_cluster_build import BUILD
 from ray_helpers import golden_checksums, require_ray
@@ -20,6 +21,8 @@ from sockets import SocketWatch, unrelated_traffic
 ray = require_ray()
 
 from solver.distributed.ray_actors import KILL_ENV  # noqa: E402
+
+pytestmark = pytest.mark.slow  # the whole module runs in make test, not in the quick lane
 
 #: Workers that die mid-age: worker 2 in the forward pass (after expanding age 60, before sending its crossing
 #: afterstates), worker 1 in the backward pass (after sending its crossing values of age 200, before valuing its

@@ -10,8 +10,11 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 from ray_helpers import require_ray
 from sockets import SocketWatch, is_loopback, unrelated_traffic
+
+pytestmark = pytest.mark.slow  # the whole module runs in make test, not in the quick lane
 
 LISTEN_AND_WAIT = textwrap.dedent("""
     import socket, sys, time

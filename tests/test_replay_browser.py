@@ -23,6 +23,8 @@ from oracle import Oracle
 
 from conftest import SYSTEM_HOME, SYSTEM_TMP
 
+pytestmark = pytest.mark.slow  # the whole module runs in make test, not in the quick lane
+
 #: How long a test waits for something the page or the browser does in a moment, before it fails: a guard against
 #: waiting for ever, far above the moment, so that a loaded machine does not decide the result.
 GUARD_S = 60

@@ -53,6 +53,7 @@ def test_maskable_ppo_smoke_run_plays_only_legal_moves():
     assert illegal > 0
 
 
+@pytest.mark.slow
 def test_subprocess_workers_make_our_envs_by_module_prefixed_id():
     """SB3's SubprocVecEnv with two workers on the oracle env.  Gymnasium 1.x has no plugin registration, so a
     worker that never imported env2048 knows no ``Solved2048-*`` id: ``env2048:Solved2048-2x2`` imports it first

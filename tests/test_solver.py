@@ -74,7 +74,11 @@ def grid_of(board_id, rows, cols):
 
 
 @pytest.mark.parametrize("fmt", [1, 2])
-@pytest.mark.parametrize("case", CASES, ids=["-".join(c) for c in CASES])
+@pytest.mark.parametrize(
+    "case",
+    [c if c[0] == "2x2" else pytest.param(c, marks=pytest.mark.slow) for c in CASES],
+    ids=["-".join(c) for c in CASES],
+)  # the 2x2 games in the quick lane
 def test_every_value_matches_the_independent_solver(all_tables, case, fmt):
     board, objective, spawn = case
     spec = SolveSpec.parse(board, objective, 0.1, spawn)
@@ -215,6 +219,7 @@ def interrupt_at(monkeypatch, method: str, call: int):
     return lambda: monkeypatch.setattr(WorkDir, method, original)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stage", ["forward", "backward", "backward-checkpoints"])
 def test_interrupted_build_resumes_to_identical_datasets(tmp_path, monkeypatch, stage):
     """Interrupted after 39 ages; "backward-checkpoints" keeps exact values every age, so that the resumed
@@ -238,6 +243,7 @@ def test_interrupted_build_resumes_to_identical_datasets(tmp_path, monkeypatch, 
     assert not (tmp_path / "resumed.h5.work").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("when", ["early", "late"])
 def test_interrupted_directory_build_keeps_one_copy_and_resumes(tmp_path, monkeypatch, when):
     """A directory table's age files are the only copy of a solved age: the work directory holds no coded
@@ -307,6 +313,7 @@ def test_backward_pass_decodes_states_or_derives_ages_journalled_without_them(tm
     assert checksums_of(out) == golden("2x3-score")
 
 
+@pytest.mark.slow
 def test_kill_9_then_rerun_resumes(tmp_path):
     """A real ``kill -9`` in the middle of a 2x4 build, then the same command again."""
     out = tmp_path / "t.h5"
@@ -414,6 +421,7 @@ def test_truncated_table_is_rejected(tables, tmp_path, capsys):
     assert "truncated" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_directory_layout_and_convert_give_the_same_datasets(all_tables, tmp_path):
     """A v2 table written as one file, as a directory, or converted from the v1 table of the same solve: the
     same datasets, bit for bit (checksums); ``verify`` passes on each."""

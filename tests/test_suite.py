@@ -32,6 +32,7 @@ def test_the_task_set_is_frozen_with_versioned_ids_budgets_and_pins():
     assert any(t.pattern for t in SUITE_V1) and any(t.board == "4x3" for t in SUITE_V1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["2x4", "3x3", "3x3-512"])
 def test_small_tasks_tables_match_their_pins(name):
     """V* and the digest of the task's table as pinned in SUITE_V1 (the 3x3 score table is the session's cached
@@ -43,6 +44,7 @@ def test_small_tasks_tables_match_their_pins(name):
         assert matches_pinned_value(oracle.start_value, task.optimal_value), (oracle.start_value, task.optimal_value)
 
 
+@pytest.mark.slow
 def test_versioned_ids_and_the_unversioned_aliases():
     """An id without its version means the latest one, and a user sees no notice for it (a fresh process with
     every warning an error)."""
@@ -93,6 +95,7 @@ def _strip(data):
     return data
 
 
+@pytest.mark.slow
 def test_a_run_writes_the_matrix_resumes_and_repeats(tmp_path, capsys):
     out = tmp_path / "greedy"
     assert suite_main(["run", "--agent", "greedy", "--seeds", "2", "--tasks", "2x4", "--out", str(out),
@@ -169,6 +172,7 @@ def test_bad_input_gets_clear_errors_and_loses_nothing(tmp_path, capsys):
         run_suite(out, 2, agent="greedy", tasks="2x4", progress=False)
 
 
+@pytest.mark.slow
 def test_the_readme_and_the_suite_page_are_generated_from_the_registry(tmp_path):
     """The committed tables are what the registry gives (regenerate with `python -m experiments.suite
     registry`), and only whole runs of the suite's version enter it."""
@@ -181,6 +185,7 @@ def test_the_readme_and_the_suite_page_are_generated_from_the_registry(tmp_path)
         registry.add(partial, "greedy", registry=tmp_path / "registry")
 
 
+@pytest.mark.slow
 def test_the_td_trainer_keeps_to_its_budget_and_plays_each_tasks_own_game():
     from agents.ntuple_goal import GoalNTupleAgent
     from experiments.suite.trainers import ROUND, td
@@ -260,6 +265,7 @@ def test_curves_aggregate_against_hand_computation(tmp_path):
         curves([tmp_path / "a"], tmp_path / "out", reps=50)
 
 
+@pytest.mark.slow
 def test_a_run_with_curves_records_checkpoints_and_prices_every_training_move(tmp_path):
     """--curve 2 on 2x4 with the TD trainer: the start and the middle checkpoints, then the final score; every
     training move priced (that tracing leaves the learning as it is: test_ntuple)."""
@@ -293,6 +299,7 @@ def test_the_ppo_trainer_feeds_the_monitor():
         assert monitor.moves_priced == model.train_steps == 4096 and monitor.regret > 0
 
 
+@pytest.mark.slow
 def test_processes_can_share_a_run_by_seeds(tmp_path):
     """--only-seeds runs its seeds and writes no suite.json until every seed is there; the full command then runs
     only what is missing."""

@@ -75,6 +75,7 @@ def test_train_ppo_learning_curve_with_log_rewards_and_exponent_boards(tmp_path)
         train_ppo.make_model(train_ppo.Args(board="2x3", vec="dummy", reward="log"))
 
 
+@pytest.mark.slow
 def test_ppo_sweep_stops_on_time_and_tabulates_each_setting(tmp_path):
     pytest.importorskip("sb3_contrib")
     import csv

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the whole module runs in make test, not in the quick lane
+
 ROOT = Path(__file__).resolve().parents[1]
 #: The project's top-level packages; everything below them is the project's code and data.
 PACKAGES = ("env2048", "solver", "oracle", "agents", "experiments")
