@@ -1,5 +1,5 @@
 """Golden dataset checksums: the tables of a few small games as the solver wrote them before its kernels were
-reworked for speed (issue 20).  Every later build of these games must store bit for bit the same datasets, for
+reworked for speed.  Every later build of these games must store bit for bit the same datasets, for
 any number of threads or shards.
 
 The JSON files in ``tests/golden/`` were written by this module's command line from the solver at commit

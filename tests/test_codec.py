@@ -82,7 +82,7 @@ def test_rank_round_trip_on_4x3_boards(exps):
 
 def test_4x3_universes_are_tiny_next_to_packed_ids():
     """Boards of one age (last cell no larger than the other corners): about 1.7e7 at age 100 on 4x3, against
-    4.8e7 of any layout (the issue's ~5e7) and 2^48 packed IDs."""
+    4.8e7 of any layout (about 5e7) and 2^48 packed IDs."""
     assert 1e7 < codec.boards_of_age(4, 3, 100) < 2e7
 
 

@@ -1,4 +1,4 @@
-"""Endgame patterns (issue 21): clear errors for bad patterns, the rules kernel against its plain-Python reference,
+"""Endgame patterns: clear errors for bad patterns, the rules kernel against its plain-Python reference,
 fixed tiles never moved, tile:K as a pattern keeping its golden checksums, and solved patterns agreeing on every
 value with an independent brute-force solver (``naive_pattern.py``)."""
 

@@ -9,7 +9,7 @@ design's bit for bit.  Rates are states + afterstates per core-second of the bac
 included; no disk, no coding), with each step's mean seconds and lookups per core-second (to set against the
 roofline of :mod:`experiments.bench.roofline`).  Designs:
 
-- ``baseline``: the solver's kernels before issue 20, one lookup at a time (:mod:`experiments.bench.backward_baseline`),
+- ``baseline``: the kernels before their rework, one lookup at a time (:mod:`experiments.bench.backward_baseline`),
   on ``hash_index`` tables (separate key and value arrays, allocated by numba: 4 KiB pages; built on one thread);
 - ``hugepages``: the same kernels and tables, the tables copied into numpy-allocated arrays (2 MiB pages);
 - ``slots-gN``: :mod:`solver.value_index` tables (key and value in one 16-byte slot, huge pages, built in

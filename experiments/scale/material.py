@@ -1,4 +1,4 @@
-"""How a game's ages split by *material*: the multiset of the tiles >= T on a board (issue 38, "measure first").
+"""How a game's ages split by *material*: the multiset of the tiles >= T on a board.
 
     python -m experiments.scale.material --board 4x3 --objective tile:8 [--min-age A] [--max-age A] [--json OUT]
     python -m experiments.scale.material --pattern L3 --target 256 --json OUT

@@ -1,4 +1,4 @@
-"""The distributed solver: ages cut by *material*, one long-lived worker per machine (issue 38).
+"""The distributed solver: ages cut by *material*, one long-lived worker per machine.
 
 A board's material is the multiset of its tiles >= T (``T = 2**low``, ``low >= 3``).  Symmetries and spawns (2s and
 4s) leave it unchanged, and a move changes it only by making a tile >= T.  Each material key (a *column*) is owned
