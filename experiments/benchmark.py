@@ -34,7 +34,7 @@ from oracle import Oracle
 from oracle.agent import as_agent
 from oracle.episodes import chosen_episodes
 from oracle.oracle import open_oracle
-from oracle.regret import reenact
+from oracle.priced_games import reenact
 from oracle.wrapper import shared_oracle
 
 from .replay.viewer import write_replay_html

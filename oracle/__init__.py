@@ -14,7 +14,7 @@ from .agent import batch_decider, single_decider
 from .episodes import Episode
 from .evaluate import Evaluation
 from .oracle import BUILDABLE, BoardNotInTable, Oracle, cache_dir
-from .regret import RegretReport, record_episodes, reenact
+from .priced_games import RegretReport, record_episodes, reenact
 from .wrapper import shared_oracle
 
 __all__ = [
@@ -42,7 +42,7 @@ def oracle_for(board: str = "3x3", objective: str = "score", p4: float = 0.1) ->
 
 def regret(agent, board: str = "3x3", episodes: int = 1000, seed: int = 0, objective: str = "score",
            progress: bool = True) -> RegretReport:  # fmt: skip
-    """Play ``agent`` on ``board`` and price every move against the optimum (see :mod:`oracle.regret`)."""
+    """Play ``agent`` on ``board`` and price every move against the optimum (see :mod:`oracle.priced_games`)."""
     return oracle_for(board, objective).regret(agent, episodes=episodes, seed=seed, progress=progress)
 
 

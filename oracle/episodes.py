@@ -1,6 +1,6 @@
 """One game of an agent, move by move, with the oracle's judgement of every move: what replays are drawn from.
 
-:class:`EpisodeTrace` collects the moves while :func:`oracle.regret.play_game` plays; :class:`Episode` is the
+:class:`EpisodeTrace` collects the moves while :func:`oracle.priced_games.play_game` plays; :class:`Episode` is the
 finished record.  Without a table the same game is recorded with no Q-values (``q_values is None``) and a
 ``note`` that says why.
 """

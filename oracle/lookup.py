@@ -1,6 +1,6 @@
 """The oracle's lookup layer: afterstate values of any table, ages opened on demand, batched numba kernels.
 
-Below both :mod:`oracle.oracle` and :mod:`oracle.regret`.  A batch of boards is grouped by age (a move keeps the
+Below both :mod:`oracle.oracle` and :mod:`oracle.priced_games`.  A batch of boards is grouped by age (a move keeps the
 age, so a board's four afterstates live in its own age's layer) and each group is answered by one kernel call
 against that age's layer:
 

@@ -31,7 +31,7 @@ from solver.store import Table, TableError
 
 from .evaluate import evaluate_policy
 from .lookup import NOT_IN_TABLE, AgeLayers, optimal_mask, q_values_block
-from .regret import play_regret
+from .priced_games import play_regret
 
 #: Bytes of table layers an oracle keeps open by default (see :class:`Oracle`).
 DEFAULT_MEMORY_LIMIT = 4 << 30
@@ -344,8 +344,8 @@ class Oracle:
 
     def regret(self, agent, episodes: int = 1000, seed: int = 0, blunder: float | None = None, progress: bool = True,
                keep_actions: bool = False):  # fmt: skip
-        """Play ``agent`` and price every move: a :class:`~oracle.regret.RegretReport`.  ``keep_actions`` keeps
-        every game's moves, from which :func:`~oracle.regret.reenact` replays a chosen game."""
+        """Play ``agent`` and price every move: a :class:`~oracle.priced_games.RegretReport`.  ``keep_actions`` keeps
+        every game's moves, from which :func:`~oracle.priced_games.reenact` replays a chosen game."""
         return play_regret(self, agent, episodes, seed, blunder, progress, keep_actions)
 
     def evaluate(self, agent, progress: bool = True, on_layer=None):

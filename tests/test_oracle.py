@@ -393,3 +393,15 @@ def test_processes_asking_for_one_missing_table_build_it_once(tmp_path):
     values = {out.strip() for out, _ in results}
     assert values == {repr(Oracle.for_board("2x3", progress=False).start_value)}
     assert not list(tmp_path.glob("*.work"))  # the one build finished and cleaned up
+
+
+def test_regret_is_one_function_and_its_games_a_module_of_their_own():
+    """``oracle.regret(agent)`` is the function; the module that plays and prices games is ``oracle.priced_games``
+    (a module named like the function would be shadowed by it)."""
+    import importlib
+
+    import oracle
+
+    module = importlib.import_module("oracle.priced_games")
+    assert callable(oracle.regret) and not isinstance(oracle.regret, type(module))
+    assert module.RegretReport is oracle.RegretReport and module.reenact is oracle.reenact

@@ -23,7 +23,7 @@ import numpy as np
 import env2048  # noqa: F401  (registers the environments)
 from agents import ExpectimaxAgent, GreedyAgent, NTupleAgent, RandomAgent
 from oracle import oracle_for
-from oracle.regret import mean_ci
+from oracle.priced_games import mean_ci
 
 
 def play_games(agent, rows: int, cols: int, games: int, seed: int = 0) -> dict:

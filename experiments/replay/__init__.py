@@ -21,7 +21,7 @@ from agents.registry import USAGE, make_agent
 from env2048.env import Game2048Env
 from env2048.shape import MAX_PACKED_CELLS, parse_board
 from oracle import Oracle
-from oracle.regret import record_episodes
+from oracle.priced_games import record_episodes
 from oracle.wrapper import shared_oracle
 
 from .frames import write_gif, write_strip
