@@ -49,8 +49,11 @@ class Endgame2048Env(gym.Env):
     The fixed tiles plus two spawns on the free cells.
 
     ## Episode End
-    Termination on success, on failure, or when no move is allowed (then ``info["outcome"]`` is ``"stuck"``).  A
-    few starts allow no move (L3-256: 10 of 200 seeded resets): there any action ends the game, reward 0.
+    Termination on success, on failure, when no move is allowed (then ``info["outcome"]`` is ``"stuck"``), and
+    with ``invalid_action="terminate"`` on a move that is not allowed (``"illegal"``, reward 0).  A few starts
+    allow no move (L3-256: 10 of 200 seeded resets): there any action ends the game, reward 0.  The registered
+    ids truncate at ``max_episode_steps`` (free cells x target: twice the most allowed moves a game can have), so
+    that an agent repeating a move that is not allowed cannot play for ever.
 
     ## Information
     ``action_mask`` (bool[4]), ``moves``, ``illegal_moves``, ``outcome`` (None while playing), ``score`` (1 once
@@ -64,7 +67,8 @@ class Endgame2048Env(gym.Env):
     ``pattern`` a built-in name, a JSON pattern file or a :class:`~env2048.pattern.Pattern`; ``target`` the target
     tile (needed for built-ins; overrides a file's); ``oracle`` an open :class:`oracle.Oracle` of a table built
     with ``python -m solver build --pattern ...`` for the same pattern (``gym.make("Endgame2048-v0", ...,
-    oracle_table=DIR)`` opens it); ``invalid_action`` ``"noop"`` (reward 0, board unchanged) or ``"raise"``.
+    oracle_table=DIR)`` opens it); ``invalid_action`` ``"noop"`` (reward 0, board unchanged), ``"terminate"`` (the
+    game ends, a failure) or ``"raise"``.
 
     ## Version History
     * v0: initial version.  Since 2026-11-26 a start with no allowed move ends at the first step, as documented
@@ -79,8 +83,8 @@ class Endgame2048Env(gym.Env):
         p = self.pattern
         self.rows, self.cols = p.rows, p.cols
         self.p4 = B.check_p4(p4 if p4 is not None else p.p4 if p.p4 is not None else 0.1)
-        if invalid_action not in ("noop", "raise"):
-            raise ValueError(f"invalid_action must be 'noop' or 'raise', got {invalid_action!r}")
+        if invalid_action not in ("noop", "terminate", "raise"):
+            raise ValueError(f"invalid_action must be 'noop', 'terminate' or 'raise', got {invalid_action!r}")
         self.invalid_action = invalid_action
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
@@ -130,6 +134,9 @@ class Endgame2048Env(gym.Env):
                 allowed = [ACTION_NAMES[i] for i in range(4) if self._mask()[i]]
                 raise ValueError(f"{ACTION_NAMES[a]} ({a}) is not allowed here; allowed moves: {allowed}")
             self._illegal += 1
+            if self.invalid_action == "terminate":  # the game ends where it stands: a failure, reward 0
+                self._over = True
+                return self._observe(), 0.0, True, False, self._info("illegal", self._observe())
             return self._observe(), 0.0, False, False, self._info(None, self._observe())
         self._moves += 1
         afterstate = B.unpack(np.uint64(after), self.rows, self.cols).astype(np.uint8)

@@ -95,7 +95,10 @@ class Game2048Env(gym.Env):
     ## Episode End
     * Termination: no legal move is left (game over); or a tile of value ``goal_tile`` is on the board; or,
       with ``invalid_action="terminate"``, an illegal move is played.
-    * Truncation: none (use ``max_episode_steps`` in ``gym.make`` for a time limit).
+    * Truncation: none in the class.  The ids registered with ``invalid_action="noop"`` (``Game2048-v0``,
+      ``Solved2048-RxC-v1``) truncate at ``max_episode_steps`` = :func:`env2048.shape.longest_game`, a bound on the
+      legal moves of any game, so that an agent repeating an illegal move cannot play for ever; the v2 ids end
+      the game on an illegal move instead.
 
     ## Information
     ``action_mask`` (bool[4]), ``score`` (total reward so far), ``max_tile`` (value), ``age`` (sum of the tile
@@ -109,7 +112,8 @@ class Game2048Env(gym.Env):
     ``render_mode`` ``"ansi"`` (text grid) or ``"rgb_array"`` (``uint8 (H, W, 3)``).
 
     ## Version History
-    * v0: initial version.
+    * v0: initial version.  ``Solved2048-RxC-v1``: the same game, with the oracle's labels in ``info``.
+    * ``Solved2048-RxC-v2``: no oracle unless made with ``oracle=True``; an illegal move ends the game.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}

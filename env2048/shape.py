@@ -52,6 +52,14 @@ def max_exponent(rows: int, cols: int) -> int:
     return rows * cols + 1
 
 
+def longest_game(rows: int, cols: int, largest_tile_exponent: int | None = None) -> int:
+    """An upper bound on the legal moves of any game on a rows x cols board: every legal move spawns a 2 or a 4,
+    so the tiles' sum grows by at least 2 a move, and it never exceeds every cell holding the largest tile
+    (``2**largest_tile_exponent``, by default ``2**max_exponent``).  3x3: 4,608; 4x4: 1,048,576."""
+    top = max_exponent(rows, cols) if largest_tile_exponent is None else largest_tile_exponent
+    return rows * cols * (1 << top) // 2
+
+
 def is_packable(rows: int, cols: int) -> bool:
     """True when the board has the packed ``uint64`` form (at most 16 cells)."""
     return rows * cols <= MAX_PACKED_CELLS

@@ -43,6 +43,8 @@ class Game2048VectorEnv(VectorEnv):
     * ``info``: the single-env keys as arrays over envs: ``action_mask bool[n, 4]``, ``score int64[n]``,
       ``max_tile int64[n]``, ``age int64[n]``, ``moves int64[n]``, ``illegal_moves int64[n]``,
       ``afterstate uint8[n, rows, cols]`` with its validity mask ``_afterstate bool[n]``.
+    * ``max_episode_steps`` (what ``gym.make_vec`` passes from a registered id's time limit): an env whose game
+      reaches that many steps (illegal ones included) is truncated, and reset on its next step.
     * ``render_mode`` ``"ansi"`` or ``"rgb_array"`` renders every board (a list).
     """
 
@@ -58,9 +60,13 @@ class Game2048VectorEnv(VectorEnv):
         invalid_action: str = "noop",
         obs_mode: str = "exponent",
         render_mode: str | None = None,
+        max_episode_steps: int | None = None,
     ):
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        if max_episode_steps is not None and (isinstance(max_episode_steps, bool) or int(max_episode_steps) < 1):
+            raise ValueError(f"max_episode_steps must be a positive int or None, got {max_episode_steps!r}")
+        self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
         self.num_envs = int(num_envs)
         self.rows, self.cols = check_shape(rows, cols)
         self.p4 = check_p4(p4)
@@ -85,6 +91,7 @@ class Game2048VectorEnv(VectorEnv):
         self._score = np.zeros(n, np.int64)
         self._moves = np.zeros(n, np.int64)
         self._illegal = np.zeros(n, np.int64)
+        self._steps = np.zeros(n, np.int64)  # steps of each env's current game, illegal ones included
         self._mask = np.zeros((n, 4), bool)
         self._started = False
         parallel = self.num_envs >= PARALLEL_MIN_ENVS
@@ -135,6 +142,7 @@ class Game2048VectorEnv(VectorEnv):
             self._score, self._moves, self._illegal, obs, mask, self._needs_reset, max_exp, age, which,
         )  # fmt: skip
         self._mask = mask
+        self._steps[which] = 0
         return self._observe(obs), self._info(mask, max_exp, age)
 
     def step(self, actions):
@@ -152,6 +160,7 @@ class Game2048VectorEnv(VectorEnv):
                 i = int(np.flatnonzero(bad)[0])
                 raise IllegalActionError(f"env {i}: {ACTION_NAMES[acts[i]]} ({acts[i]}) is illegal there")
         n, cells = self.num_envs, self.rows * self.cols
+        starting = self._needs_reset.copy()  # these envs start a new game in this step (their action is ignored)
         obs = np.empty((n, cells), np.uint8)
         after = np.empty((n, cells), np.uint8)
         mask = np.empty((n, 4), bool)
@@ -166,10 +175,15 @@ class Game2048VectorEnv(VectorEnv):
             obs, after, mask, reward, terminated, after_valid, max_exp, age, self._lines,
         )  # fmt: skip
         self._mask = mask
+        self._steps = np.where(starting, 0, self._steps + 1)
+        truncated = np.zeros(n, bool)
+        if self.max_episode_steps is not None:
+            truncated = (self._steps >= self.max_episode_steps) & ~terminated & ~starting
+            self._needs_reset |= truncated
         info = self._info(mask, max_exp, age)
         info["afterstate"] = after.reshape(n, self.rows, self.cols)
         info["_afterstate"] = after_valid
-        return self._observe(obs), reward, terminated, np.zeros(n, bool), info
+        return self._observe(obs), reward, terminated, truncated, info
 
     def action_masks(self) -> np.ndarray:
         """Legal actions of every env, ``bool[n, 4]``."""

@@ -26,7 +26,7 @@ from experiments.train import td as train_td
 
 def priced_game(seed: int = 0) -> None:
     """One greedy game on Solved2048-3x3, its final board and the regret the oracle charges for it."""
-    env = gym.make("Solved2048-3x3", render_mode="ansi")
+    env = gym.make("Solved2048-3x3", oracle=True, render_mode="ansi")
     obs, info = env.reset(seed=seed)
     print(f"Solved2048-3x3: the optimal expected score from this start is {np.nanmax(info['q_values']):.2f}")
     agent, done, regret = GreedyAgent(), False, 0.0

@@ -1,8 +1,9 @@
-"""``OracleWrapper``: the oracle's view of every step in ``info``; and the factory behind ``Solved2048-*`` ids.
+"""``OracleWrapper``: the oracle's view of every step in ``info``; and the factories behind ``Solved2048-*`` ids.
 
-``gym.make("Solved2048-3x3")`` (and ``-2x2``) builds the exact table into the cache directory on first use
-(about 16 s and 116 MB for 3x3) and wraps the env, unless made with ``oracle=False``; ``"Solved2048-4x3"`` is
-wrapped only when given ``oracle_table=PATH`` (its table does not build here).  The registration in ``env2048``
+``gym.make("Solved2048-3x3", oracle=True)`` (and ``-2x2``, ``-2x3``, ``-2x4``) builds the exact table into the
+cache directory on first use (about 20 s and 116 MB for 3x3) and wraps the env; the v2 ids give the plain env
+without ``oracle=True``, the v1 ids unless made with ``oracle=False``.  ``"Solved2048-4x3"`` is wrapped only when
+given ``oracle_table=PATH`` (its table does not build here).  The registration in ``env2048``
 names this factory by string, so ``env2048`` never imports the oracle.
 """
 
@@ -23,7 +24,8 @@ _ORACLES: dict[tuple, Oracle] = {}
 
 class OracleWrapper(gym.Wrapper):
     """Adds to ``info``: ``q_values`` (float64[4], NaN for illegal moves) and ``optimal_actions`` (bool[4]) of the
-    current board, and after a step ``regret``: max Q − Q(action) of the action just taken (NaN if it was illegal).
+    current board, and after a step ``regret``: max Q − Q(action) of the action just taken (for an illegal one, NaN
+    where it changes nothing, max Q where it ends the game: ``invalid_action="terminate"``).
 
     The wrapped env must play the table's game (same shape and p4).  Values are those of the table's objective.
     """
@@ -53,7 +55,10 @@ class OracleWrapper(gym.Wrapper):
 
     def step(self, action):
         q = self._q
-        regret = float(np.nanmax(q) - q[int(action)]) if not np.isnan(q[int(action)]) else float("nan")
+        q_action = q[int(action)]
+        if np.isnan(q_action) and getattr(self.env.unwrapped, "invalid_action", None) == "terminate":
+            q_action = 0.0  # an illegal move ends the game: nothing more to gain
+        regret = float(np.nanmax(q) - q_action) if not np.isnan(q_action) else float("nan")
         obs, reward, terminated, truncated, info = self.env.step(action)
         info = self._annotate(info)
         info["regret"] = regret
@@ -115,6 +120,13 @@ def make_solved_env(rows: int, cols: int, oracle: bool = True, oracle_table=None
             )
         return env
     return OracleWrapper(env, shared_oracle(f"{rows}x{cols}", env.p4, oracle_table))
+
+
+def make_learner_env(rows: int, cols: int, oracle: bool = False, oracle_table=None, **kwargs) -> gym.Env:
+    """Entry point of the ``Solved2048-RxC-v2`` ids: the plain :class:`Game2048Env`, with nothing of the optimum
+    in ``info``; the oracle's labels (:class:`OracleWrapper`) only when asked, with ``oracle=True`` or an
+    ``oracle_table``."""
+    return make_solved_env(rows, cols, oracle=oracle or oracle_table is not None, oracle_table=oracle_table, **kwargs)
 
 
 def make_endgame_env(pattern="L3", target: int | None = None, oracle_table=None, **kwargs):

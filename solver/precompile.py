@@ -172,7 +172,7 @@ def compile_oracle() -> None:
 
     import env2048  # noqa: F401
 
-    env = gym.make("Solved2048-2x2")
+    env = gym.make("Solved2048-2x2", oracle=True)
     _, info = env.reset(seed=0)
     env.step(int(np.nanargmax(info["q_values"])))
     env.close()

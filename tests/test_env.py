@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
 
-from env2048 import REGISTERED_IDS, Game2048Env, IllegalActionError
+from env2048 import REGISTERED_IDS, SUITE_IDS, Game2048Env, IllegalActionError
 
 import naive
 from conftest import chi2_pvalue
@@ -22,15 +22,54 @@ def first_legal(info) -> int:
 
 
 #: The ids whose table takes seconds to build (the 3x3 one 20 s) are checked in make test, not in the quick lane.
-CHECKED_IDS = [pytest.param(i, marks=pytest.mark.slow) if i in ("Solved2048-2x4-v1", "Solved2048-3x3-v1") else i
-               for i in sorted(REGISTERED_IDS)]  # fmt: skip
+SLOW_TABLES = ("Solved2048-2x4-v1", "Solved2048-3x3-v1")
+CHECKED_IDS = [pytest.param(i, marks=pytest.mark.slow) if i in SLOW_TABLES else i for i in sorted(REGISTERED_IDS)]
+#: Every id the project registers (the boards', the suite's tasks', the endgames').
+PROJECT_IDS = sorted(i for i in gym.registry if i.split("-")[0] in ("Game2048", "Solved2048", "Endgame2048"))
+
+
+def made_as_registered(env_id: str, **kwargs) -> gym.Env:
+    """``gym.make(env_id)``, wrappers included; an id whose oracle needs a table that takes minutes here (4x3, the
+    suite's goal games and endgames) is made with ``oracle=False``, and ``Endgame2048-v0`` gets its target."""
+    if env_id in SUITE_IDS or env_id == "Solved2048-4x3-v1":
+        kwargs.setdefault("oracle", False)
+    if env_id == "Endgame2048-v0":
+        kwargs.setdefault("target", 512)
+    return gym.make(env_id, **kwargs)
 
 
 @pytest.mark.parametrize("env_id", CHECKED_IDS)
 def test_gymnasium_env_checker(env_id):
-    env = gym.make(env_id)
-    gym_check_env(env.unwrapped, skip_render_check=True)
-    gym_check_env(gym.make(env_id, render_mode="rgb_array").unwrapped)
+    """Gymnasium's checker on the env as ``gym.make`` returns it: its time limit and oracle wrappers included."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*different from the unwrapped version")  # the wrappers: meant
+        gym_check_env(gym.make(env_id), skip_render_check=True)
+        gym_check_env(gym.make(env_id, render_mode="rgb_array"))
+
+
+@pytest.mark.parametrize("env_id", [i for i in PROJECT_IDS if i not in REGISTERED_IDS])
+def test_gymnasium_env_checker_on_the_suite_and_endgame_ids(env_id):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*different from the unwrapped version")
+        gym_check_env(made_as_registered(env_id), skip_render_check=True)
+
+
+@pytest.mark.parametrize("env_id", [pytest.param(i, marks=pytest.mark.slow) if i == "Game2048-v0" else i
+                                    for i in PROJECT_IDS])  # fmt: skip
+def test_an_agent_that_always_presses_up_ends_every_episode(env_id):
+    """No registered id lets an episode run for ever: the v2 ids end the game at the first illegal UP, the others
+    truncate at their ``max_episode_steps`` (Game2048-v0: about a million steps, in make test only)."""
+    env = made_as_registered(env_id)
+    limit = env.spec.max_episode_steps
+    assert limit is not None or env.unwrapped.invalid_action == "terminate", env_id
+    env.reset(seed=0)
+    steps, over = 0, False
+    while not over:
+        _, _, terminated, truncated, info = env.step(0)
+        steps, over = steps + 1, terminated or truncated
+        assert limit is None or steps <= limit
+    if limit is None:  # v2: the game ended where UP was illegal, or no move was left
+        assert info["illegal_moves"] == 1 or not info["action_mask"].any()
 
 
 @pytest.mark.parametrize("env_id", CHECKED_IDS)
@@ -45,7 +84,8 @@ def test_sb3_env_checker(env_id, obs_mode):
         "exponent": ["unconventional shape"],
         "onehot": ["is an image but the upper and lower bounds", "Treating image space as channels-last",
                    "minimal resolution for an image"],
-    }[obs_mode] + ["has no optimal-value table here"]  # Solved2048-4x3's own warning  # fmt: skip
+    }[obs_mode] + ["has no optimal-value table here",  # Solved2048-4x3's own warning
+                   "is out of date. You should consider upgrading"]  # Gymnasium's, on a v1 id: v2 exists  # fmt: skip
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         check_env(gym.make(env_id, obs_mode=obs_mode), warn=True)
@@ -260,8 +300,9 @@ def test_4x3_without_a_table_warns_once_and_plays_bare():
     wrapper._WARNED_NO_TABLE.discard((4, 3))
     expected = r"no optimal-value table.*2\.4-2\.5 TiB.*projected at [0-9.]+ h.*--backend ray.*oracle_table="
     with pytest.warns(UserWarning, match=expected):
-        env = gym.make("Solved2048-4x3")
+        env = gym.make("Solved2048-4x3", oracle=True)
     assert not isinstance(env.env.env, wrapper.OracleWrapper) and env.reset(seed=0)[0].shape == (4, 3)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", message=".*is out of date")  # Gymnasium's notice that v2 exists
         gym.make("Solved2048-4x3-v1")  # once per process (the versioned id: "error" also hits gymnasium's notice)

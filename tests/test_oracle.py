@@ -248,7 +248,7 @@ def test_report_serialises_and_plots(oracle_2x3, tmp_path):
 
 
 def test_solved_env_carries_the_oracle():
-    env = gym.make("Solved2048-2x2")
+    env = gym.make("Solved2048-2x2-v1")
     assert isinstance(env.unwrapped, env2048.Game2048Env)
     obs, info = env.reset(seed=3)
     for _ in range(100):
@@ -261,7 +261,7 @@ def test_solved_env_carries_the_oracle():
         assert info["regret"] == pytest.approx(np.nanmax(q) - q[action])
         if terminated:
             break
-    assert not isinstance(gym.make("Solved2048-2x2", oracle=False).env.env, OracleWrapper)
+    assert not isinstance(gym.make("Solved2048-2x2-v1", oracle=False).env.env, OracleWrapper)
     with pytest.raises(ValueError, match="p4"):
         OracleWrapper(env2048.Game2048Env(2, 2, p4=0.2), Oracle.for_board("2x2"))
 

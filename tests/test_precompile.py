@@ -42,7 +42,7 @@ def test_the_workers_calls_compile_no_signature_a_build_and_the_priced_env_do_no
     spec = SolveSpec.parse("2x2")
     build(spec, tmp_path / "2x2.h5", progress=False)
     value_index.build_value_index(np.array([1, 2], np.uint64), np.zeros(2), parallel_min=1)  # large layers' path
-    env = gym.make("Solved2048-2x2")
+    env = gym.make("Solved2048-2x2", oracle=True)
     _, info = env.reset(seed=0)
     env.step(int(np.nanargmax(info["q_values"])))
     kernels = [k for part in KERNELS.values() for k in part]

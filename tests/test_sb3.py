@@ -28,7 +28,7 @@ def test_maskable_ppo_smoke_run_plays_only_legal_moves():
             self.steps += 1
             return True
 
-    env = gym.make("Solved2048-3x3", obs_mode="onehot")
+    env = gym.make("Solved2048-3x3-v1", obs_mode="onehot")
     model = MaskablePPO("MlpPolicy", env, n_steps=128, batch_size=64, n_epochs=1, seed=0, device="cpu")
     counter = CountIllegal()
     model.learn(total_timesteps=384, callback=counter)
@@ -40,7 +40,7 @@ def test_maskable_ppo_smoke_run_plays_only_legal_moves():
     action, _ = model.predict(obs, action_masks=masks, deterministic=True)
     assert masks[0, int(action[0])]
     # Without masks an untrained policy does play illegal moves sometimes, so the zero above is the mask's doing.
-    plain = gym.make("Solved2048-3x3", obs_mode="onehot")
+    plain = gym.make("Solved2048-3x3-v1", obs_mode="onehot")
     obs, info = plain.reset(seed=0)
     illegal = 0
     for _ in range(300):
@@ -64,7 +64,8 @@ def test_subprocess_workers_make_our_envs_by_module_prefixed_id():
     from oracle import Oracle
 
     Oracle.for_board("2x2", progress=False)  # the cached table, built here once rather than by both workers
-    vec = make_vec_env("env2048:Solved2048-2x2", n_envs=2, seed=0, vec_env_cls=SubprocVecEnv)
+    vec = make_vec_env("env2048:Solved2048-2x2", n_envs=2, seed=0, vec_env_cls=SubprocVecEnv,
+                       env_kwargs={"oracle": True})  # fmt: skip
     try:
         obs = vec.reset()
         assert obs.shape == (2, 2, 2)

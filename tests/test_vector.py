@@ -87,3 +87,20 @@ def test_vector_render():
     vec.reset(seed=0)
     frames = vec.render()
     assert len(frames) == 2 and all(len(f.splitlines()) == 3 for f in frames)
+
+
+def test_a_time_limit_truncates_each_env_and_resets_it_on_its_next_step():
+    """``max_episode_steps`` counts each env's steps, illegal ones included: always pressing UP, an env that is
+    still playing is truncated at step 5, and the step after starts its new game (its action ignored)."""
+    envs = Game2048VectorEnv(num_envs=3, rows=2, cols=2, max_episode_steps=5)
+    envs.reset(seed=0)
+    up = np.zeros(3, np.int64)
+    for step in range(1, 6):
+        _, _, terminated, truncated, info = envs.step(up)
+        assert not terminated.any() and (info["moves"] + info["illegal_moves"] == step).all()
+        assert truncated.all() == (step == 5) and truncated.any() == (step == 5)
+    _, reward, terminated, truncated, info = envs.step(up)  # the new games start
+    assert not truncated.any() and (reward == 0).all() and (info["moves"] + info["illegal_moves"] == 0).all()
+    assert gym.make_vec("Solved2048-2x2-v1", num_envs=2).unwrapped.max_episode_steps == 64
+    with pytest.raises(ValueError, match="max_episode_steps"):
+        Game2048VectorEnv(num_envs=1, max_episode_steps=0)

@@ -1,6 +1,6 @@
 """The project as a user installs it: ``python -m build`` makes an sdist and, from it, a wheel; the wheel,
 installed (not editable) into a fresh venv, works from an empty directory outside the clone: import,
-``gym.make("Solved2048-2x2")`` with the oracle, a 2x3 table built by ``python -m solver build`` and opened by
+``gym.make("Solved2048-2x2", oracle=True)``, a 2x3 table built by ``python -m solver build`` and opened by
 ``Oracle.open``, a replay page (the viewer's HTML template is package data), and every command the README and the
 docs show answers ``--help``.
 
@@ -131,7 +131,7 @@ from oracle import Oracle
 site = pathlib.Path(sys.argv[1]).resolve()
 for module in (env2048, oracle, solver, agents, experiments):
     assert site in pathlib.Path(module.__file__).resolve().parents, f"{module.__name__} from {module.__file__}"
-env = gym.make("Solved2048-2x2")
+env = gym.make("Solved2048-2x2", oracle=True)
 obs, info = env.reset(seed=0)
 assert info["q_values"].shape == (4,), info
 with Oracle.open("t2x3.h5") as oracle:  # the table python -m solver build wrote

@@ -5,9 +5,9 @@ kernels they wait for.
                                           [--compiles] [--json FILE]
 
 *New user* (3x3 only): a fresh process with an empty numba cache and an empty table cache (``SOLVED2048_HOME``)
-runs ``import env2048; env = gym.make("Solved2048-3x3"); env.reset(seed=0)`` and one step whose ``info`` holds
-the oracle's regret: everything a new user meets, the table's build included; then the same again with both
-caches warm (the table is there: the second use).
+runs ``import env2048; env = gym.make("Solved2048-3x3", oracle=True); env.reset(seed=0)`` and one step whose
+``info`` holds the oracle's regret: everything a new user meets, the table's build included; then the same
+again with both caches warm (the table is there: the second use).
 
 Each repeat runs ``python -m solver build`` in a fresh process twice with its own empty numba cache directory
 (``NUMBA_CACHE_DIR``): the first run compiles every kernel it calls (what a fresh install does), the second
@@ -48,7 +48,7 @@ FIRST_PRICED_STEP = """
 import gymnasium as gym
 import numpy as np
 import env2048
-env = gym.make("Solved2048-3x3")
+env = gym.make("Solved2048-3x3", oracle=True)
 obs, info = env.reset(seed=0)
 obs, reward, terminated, truncated, info = env.step(int(np.nanargmax(info["q_values"])))
 assert info["regret"] == 0.0, info
