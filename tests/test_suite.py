@@ -50,7 +50,7 @@ def test_versioned_ids_and_the_unversioned_aliases():
     every warning an error)."""
     code = "import gymnasium as gym, env2048\nprint(gym.make('Solved2048-2x4', oracle=False).spec.id)"
     run = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0 and run.stdout.split() == ["Solved2048-2x4-v1"], run.stderr[-2000:]
+    assert run.returncode == 0 and run.stdout.split() == ["Solved2048-2x4-v2"], run.stderr[-2000:]
     assert gym.make("Solved2048-2x3-v1", oracle=False).reset(seed=0)[0].shape == (2, 3)
     env = gym.make("Solved2048-3x3-512-v1")
     obs, info = env.reset(seed=3)
