@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 
 from env2048.kernels import canonical_packed, legal_bits_packed, move_packed
 from env2048.tables import board_tables
-from oracle.oracle import cached_table
+from solver.provision import cached_table
 from solver.spec import SolveSpec
 from solver.store import Table
 

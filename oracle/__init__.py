@@ -13,19 +13,17 @@ import env2048.kernel_cache  # noqa: F401  (numba caches the kernels user-wide: 
 from .agent import batch_decider, single_decider
 from .episodes import Episode
 from .evaluate import Evaluation
-from .oracle import BUILDABLE, BoardNotInTable, Oracle, cache_dir
+from .oracle import BoardNotInTable, Oracle
 from .priced_games import RegretReport, record_episodes, reenact
 from .wrapper import shared_oracle
 
 __all__ = [
-    "BUILDABLE",
     "BoardNotInTable",
     "Episode",
     "Evaluation",
     "Oracle",
     "RegretReport",
     "batch_decider",
-    "cache_dir",
     "evaluate",
     "oracle_for",
     "record_episodes",
@@ -49,3 +47,15 @@ def regret(agent, board: str = "3x3", episodes: int = 1000, seed: int = 0, objec
 def evaluate(agent, board: str = "3x3", objective: str = "score", progress: bool = True) -> Evaluation:
     """Exact expected score and optimality gap by age of ``agent``'s policy (see :mod:`oracle.evaluate`)."""
     return oracle_for(board, objective).evaluate(agent, progress=progress)
+
+
+def __getattr__(name: str):
+    """``BUILDABLE`` and ``cache_dir`` moved to :mod:`solver.provision` (deprecated here)."""
+    if name in ("BUILDABLE", "cache_dir"):
+        import warnings
+
+        from solver import provision
+
+        warnings.warn(f"oracle.{name} moved to solver.provision.{name}", DeprecationWarning, stacklevel=2)
+        return getattr(provision, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,18 +13,14 @@ terminal, worth 0.  Format v2 tables store no states, v1 tables store them but t
 
 from __future__ import annotations
 
-import fcntl
 import os
-from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from env2048 import board as B
 from env2048.rules import FIXED_MASK, FIXED_VALUES
 from env2048.shape import ACTION_NAMES, MAX_PACKED_EXPONENT
-from solver import precompile
-from solver.build import build
+from solver import precompile, provision
 from solver.common import tie_tolerance
 from solver.spec import SolveSpec
 from solver.store import Table, TableError
@@ -36,18 +32,6 @@ from .priced_games import play_regret
 #: Bytes of table layers an oracle keeps open by default (see :class:`Oracle`).
 DEFAULT_MEMORY_LIMIT = 4 << 30
 
-#: Boards whose tables build here in about a minute or less: ``for_board`` builds them on first use.
-BUILDABLE = {(2, 2), (2, 3), (3, 2), (2, 4), (4, 2), (3, 3)}
-#: What solving the boards that do not build here would cost (from seed 000 and this solver's measured rate).
-TOO_BIG = {
-    (4, 3): "4x3 has 1.15e12 states and 7.4e11 afterstates: its score table in format v2 is about 2.4-2.5 TiB "
-    "(projected from measured 4x3 layers by `python -m experiments.bench.tables`), and solving it is projected at "
-    "15.2 h on one 16-core machine with the local backend, or 3.1 h on 8 of them with Ray (the build partitioned by "
-    "material, its large columns split across machines) "
-    "(`python -m experiments.scale.project_4x3`, docs/4x3.md; Kaneko & Yamashita needed 65 h on 16 cores and "
-    "1.4 TiB for the IDs alone)",
-}
-
 
 class BoardNotInTable(KeyError):
     """The board is not a reachable state (or afterstate) of the table."""
@@ -56,49 +40,25 @@ class BoardNotInTable(KeyError):
         return str(self.args[0]) if self.args else ""
 
 
-def cache_dir() -> Path:
-    """Where ``for_board`` keeps tables: ``$SOLVED2048_HOME`` or ``~/.cache/solved2048``."""
-    return Path(os.environ.get("SOLVED2048_HOME") or Path.home() / ".cache" / "solved2048")
+def oracle_kernels_missing() -> bool:
+    """Whether the oracle's lookup kernels are missing from numba's cache (then a table's first build has a second
+    process compile them meanwhile: ``warm_oracle`` of :mod:`solver.provision`)."""
+    return not precompile.is_cached(q_values_block)
 
 
-def table_name(spec: SolveSpec) -> str:
-    objective = spec.objective.replace(":", "")
-    return f"{spec.board}-{objective}-p4_{spec.p4:g}-{spec.spawn}.h5"
+#: Names that moved to :mod:`solver.provision`, which provisions tables; the oracle only opens them.
+_MOVED = {"BUILDABLE", "TOO_BIG", "cache_dir", "table_name", "cached_table"}
 
 
-def cached_table(spec: SolveSpec, progress: bool = True) -> Path:
-    """Path of ``spec``'s table in :func:`cache_dir`, solving it there first if missing (boards of
-    :data:`BUILDABLE` only; others raise ``FileNotFoundError`` saying how to build them elsewhere)."""
-    path = cache_dir() / table_name(spec)
-    if path.exists():  # tables appear by an atomic rename: one that exists is complete
-        return path
-    shape = (spec.rows, spec.cols)
-    if shape not in BUILDABLE:
-        cost = TOO_BIG.get(shape, f"{spec.board} is too large to solve here")
-        raise FileNotFoundError(
-            f"no table for {spec.describe()} in {cache_dir()}; {cost}. Build it on a big machine with "
-            f"`python -m solver build --board {spec.board} --objective {spec.objective} --p4 {spec.p4:g} "
-            f"--spawn {spec.spawn} --out FILE` and pass table=FILE"
-        )
-    return build_once(spec, path, progress)
+def __getattr__(name: str):
+    if name in _MOVED:
+        import warnings
 
+        from solver import provision
 
-def build_once(spec: SolveSpec, path: Path, progress: bool = True, what: str | None = None, **build_args) -> Path:
-    """Build ``spec``'s table at ``path`` unless it is there (``build_args`` go to ``solver.build.build``, e.g.
-    ``layout="directory"``).  Processes that ask for the same missing table at once (e.g. parallel training runs)
-    build it one at a time: they would otherwise share one work directory.  The first builds; the others wait,
-    then find it.  ``what`` names it in the progress message (default: the spec)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not path.exists():
-            # a cold cache: what the build and the oracle need next compiles in a second process meanwhile
-            precompile.start(spec, oracle=not precompile.is_cached(q_values_block))
-            if progress:
-                tqdm.write(f"solving {what or spec.describe()} once into {path} ...")
-            build(spec, path, progress=progress, **build_args)
-            precompile.wait_for("oracle", progress)  # the env's and the oracle's kernels, wanted next
-    return path
+        warnings.warn(f"oracle.oracle.{name} moved to solver.provision.{name}", DeprecationWarning, stacklevel=2)
+        return getattr(provision, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def is_url(table) -> bool:
@@ -215,14 +175,14 @@ class Oracle:
         table: str | os.PathLike | None = None, progress: bool = True,
     ) -> Oracle:  # fmt: skip
         """The oracle of a board: from ``table`` if given, else from the cache directory, building the table there
-        on first use for the boards of :data:`BUILDABLE` (with a progress bar)."""
+        on first use for the boards of :data:`solver.provision.BUILDABLE` (with a progress bar)."""
         spec = SolveSpec.parse(board, objective, p4, spawn)
         if table is not None:
             oracle = cls.open(table)
             if oracle.spec != spec:
                 raise TableError(f"{table} solves {oracle.spec.describe()}, not {spec.describe()}")
             return oracle
-        return cls.open(cached_table(spec, progress))
+        return cls.open(provision.cached_table(spec, progress, warm_oracle=oracle_kernels_missing()))
 
     # -- input handling ---------------------------------------------------------------------------------------
     def _packed(self, board) -> tuple[np.ndarray, bool]:

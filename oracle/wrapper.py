@@ -16,8 +16,9 @@ import numpy as np
 
 from env2048.env import Game2048Env
 from solver.common import TableError
+from solver.provision import BUILDABLE, TOO_BIG
 
-from .oracle import BUILDABLE, TOO_BIG, Oracle, open_oracle
+from .oracle import Oracle, open_oracle
 
 _ORACLES: dict[tuple, Oracle] = {}
 

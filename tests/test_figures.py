@@ -7,7 +7,7 @@ import pytest
 
 from env2048.tables import board_tables
 from experiments import figures
-from oracle.oracle import cached_table
+from solver.provision import cached_table
 from solver.spec import SolveSpec
 from solver.store import Table
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from golden_tables import checksums_of, golden, spec_of
 
-from oracle.oracle import cached_table
 from solver.build import build
+from solver.provision import cached_table
 
 
 @pytest.mark.parametrize(("name", "threads", "layout"), [

@@ -405,3 +405,18 @@ def test_regret_is_one_function_and_its_games_a_module_of_their_own():
     module = importlib.import_module("oracle.priced_games")
     assert callable(oracle.regret) and not isinstance(oracle.regret, type(module))
     assert module.RegretReport is oracle.RegretReport and module.reenact is oracle.reenact
+
+
+def test_tables_are_provisioned_by_the_solver_and_the_old_names_still_answer():
+    """The cache, what builds here and building once live in ``solver.provision``; the oracle's old names give the
+    same objects with a deprecation warning."""
+    import oracle
+    import oracle.oracle as oracle_module
+    from solver import provision
+
+    with pytest.warns(DeprecationWarning, match="moved to solver.provision.cached_table"):
+        assert oracle_module.cached_table is provision.cached_table
+    with pytest.warns(DeprecationWarning, match="moved to solver.provision.BUILDABLE"):
+        assert oracle.BUILDABLE is provision.BUILDABLE
+    with pytest.raises(AttributeError):
+        oracle_module.no_such_name  # noqa: B018

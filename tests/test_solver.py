@@ -16,11 +16,11 @@ from golden_tables import checksums_of, golden
 
 import solver.build
 from env2048 import board as B
-from oracle.oracle import cached_table
 from solver.__main__ import main as solver_main
 from solver.build import HeldLayers, build
 from solver.common import SOLVER_VERSION
 from solver.forward import run_forward
+from solver.provision import cached_table
 from solver.spec import SolveSpec
 from solver.store import Table
 from solver.verify import verify_table

@@ -122,7 +122,7 @@ def tasks_named(names: str | None) -> list[Task]:
 
 def tables_dir() -> Path:
     """Where the suite's tables live: ``$SOLVED2048_HOME/suite-v1`` (``~/.cache/solved2048/suite-v1``)."""
-    from oracle.oracle import cache_dir
+    from solver.provision import cache_dir
 
     return cache_dir() / f"suite-v{SUITE_VERSION}"
 
@@ -134,12 +134,14 @@ def table_path(task: Task) -> Path:
 def ensure_table(task: Task, progress: bool = True) -> Path:
     """The task's table, built on first use (a directory table; an interrupted build resumes from its work
     directory).  Processes that ask at once build it one at a time."""
-    from oracle.oracle import build_once
+    from oracle.oracle import oracle_kernels_missing
+    from solver.provision import build_once
 
     path = table_path(task)
     if path.exists():  # a table appears by an atomic rename: one that exists is complete
         return path
-    return build_once(task.spec(), path, progress, what=f"suite task {task.describe()}", layout="directory")
+    return build_once(task.spec(), path, progress, what=f"suite task {task.describe()}",
+                      warm_oracle=oracle_kernels_missing(), layout="directory")  # fmt: skip
 
 
 def checked_table(task: Task, progress: bool = True) -> tuple[Path, str]:

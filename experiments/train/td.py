@@ -29,7 +29,7 @@ from agents.ntuple import NTupleAgent, tuple_set
 from env2048.shape import parse_board
 from experiments.cli import parse_dataclass, write_json
 from experiments.diagnostics.learning_curve import EvalEvery, LearningCurve
-from oracle.oracle import BUILDABLE
+from solver.provision import BUILDABLE
 
 DEFAULT_SCHEDULE = "0:0.5,0.5:0.1,0.8:0.02"
 #: 3x3 plateaus within 2 minutes at 0.5 and gains most at the small rates, so it leaves 0.5 early and ends at
