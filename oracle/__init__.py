@@ -50,12 +50,7 @@ def evaluate(agent, board: str = "3x3", objective: str = "score", progress: bool
 
 
 def __getattr__(name: str):
-    """``BUILDABLE`` and ``cache_dir`` moved to :mod:`solver.provision` (deprecated here)."""
-    if name in ("BUILDABLE", "cache_dir"):
-        import warnings
+    """Names that moved to :mod:`solver.provision` (``BUILDABLE``, ``cache_dir``, ...): deprecated here."""
+    from .oracle import moved_to_provision
 
-        from solver import provision
-
-        warnings.warn(f"oracle.{name} moved to solver.provision.{name}", DeprecationWarning, stacklevel=2)
-        return getattr(provision, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return moved_to_provision(__name__, name)

@@ -50,15 +50,19 @@ def oracle_kernels_missing() -> bool:
 _MOVED = {"BUILDABLE", "TOO_BIG", "cache_dir", "table_name", "cached_table"}
 
 
+def moved_to_provision(module: str, name: str):
+    """``solver.provision``'s ``name``, with a DeprecationWarning saying it moved from ``module``; an
+    :class:`AttributeError` for a name that did not move (a module's ``__getattr__``)."""
+    if name not in _MOVED:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    import warnings
+
+    warnings.warn(f"{module}.{name} moved to solver.provision.{name}", DeprecationWarning, stacklevel=3)
+    return getattr(provision, name)
+
+
 def __getattr__(name: str):
-    if name in _MOVED:
-        import warnings
-
-        from solver import provision
-
-        warnings.warn(f"oracle.oracle.{name} moved to solver.provision.{name}", DeprecationWarning, stacklevel=2)
-        return getattr(provision, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return moved_to_provision(__name__, name)
 
 
 def is_url(table) -> bool:
