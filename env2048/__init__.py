@@ -66,7 +66,7 @@ REGISTERED_IDS = {
     "Game2048-v0": {},
     **{f"Solved2048-{r}x{c}-v1": {"rows": r, "cols": c} for r, c in SOLVED_BOARDS},
     **{f"Solved2048-{r}x{c}-v2": {"rows": r, "cols": c, "invalid_action": "terminate"} for r, c in SOLVED_BOARDS},
-}  # fmt: skip
+}
 
 #: Optimal expected score from the standard random start (p4 = 0.1), as computed by ``python -m solver build``.
 #: 4x3's is not known: its table has not been built here.
@@ -92,8 +92,13 @@ def _time_limit(kwargs: dict) -> int | None:
 for _id, _kwargs in REGISTERED_IDS.items():
     if _id not in registry:
         entry = _SOLVED_ENTRY[_id.rsplit("-", 1)[1]] if _id.startswith("Solved2048") else _ENTRY
-        register(id=_id, entry_point=entry, vector_entry_point=_VECTOR_ENTRY, kwargs=dict(_kwargs),
-                 max_episode_steps=_time_limit(_kwargs))  # fmt: skip
+        register(
+            id=_id,
+            entry_point=entry,
+            vector_entry_point=_VECTOR_ENTRY,
+            kwargs=dict(_kwargs),
+            max_episode_steps=_time_limit(_kwargs),
+        )
 
 #: The tasks of the Solved2048 suite (experiments.suite, docs/suite.md) that no id above names: goal games and 4x4
 #: endgames, each with its table built on first use.  id -> the task's name.
@@ -108,12 +113,19 @@ def _endgame_time_limit(pattern: str, target: int) -> int:
 
 
 #: Their time limits: the bound on a game's legal moves (board tasks), or the endgame's.
-SUITE_TIME_LIMITS = {"3x3-512": longest_game(3, 3), "4x3-128": longest_game(4, 3, largest_tile_exponent=7),
-                     **{f"{name}-256": _endgame_time_limit(name, 256) for name in ("L3", "442", "t")}}  # fmt: skip
+SUITE_TIME_LIMITS = {
+    "3x3-512": longest_game(3, 3),
+    "4x3-128": longest_game(4, 3, largest_tile_exponent=7),
+    **{f"{name}-256": _endgame_time_limit(name, 256) for name in ("L3", "442", "t")},
+}
 for _id, _task in SUITE_IDS.items():
     if _id not in registry:
-        register(id=_id, entry_point="experiments.suite.envs:make_task_env", kwargs={"task": _task},
-                 max_episode_steps=SUITE_TIME_LIMITS[_task])  # fmt: skip
+        register(
+            id=_id,
+            entry_point="experiments.suite.envs:make_task_env",
+            kwargs={"task": _task},
+            max_episode_steps=SUITE_TIME_LIMITS[_task],
+        )
 
 warnings.filterwarnings("ignore", message=r".*Using the latest versioned environment `(Solved|Endgame)2048-")
 
@@ -126,5 +138,4 @@ for _id, _kwargs in ENDGAME_IDS.items():
         # Endgame2048-v0's limit is its default game's, L3 at 512: give max_episode_steps to gym.make with a
         # larger target
         _limit = _endgame_time_limit(_kwargs.get("pattern", "L3"), _kwargs.get("target", 512))
-        register(id=_id, entry_point="oracle.wrapper:make_endgame_env", kwargs=dict(_kwargs),
-                 max_episode_steps=_limit)  # fmt: skip
+        register(id=_id, entry_point="oracle.wrapper:make_endgame_env", kwargs=dict(_kwargs), max_episode_steps=_limit)

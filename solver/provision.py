@@ -63,8 +63,9 @@ def cached_table(spec: SolveSpec, progress: bool = True, warm_oracle: bool = Fal
     return build_once(spec, path, progress, warm_oracle=warm_oracle)
 
 
-def build_once(spec: SolveSpec, path: Path, progress: bool = True, what: str | None = None,
-               warm_oracle: bool = False, **build_args) -> Path:  # fmt: skip
+def build_once(
+    spec: SolveSpec, path: Path, progress: bool = True, what: str | None = None, warm_oracle: bool = False, **build_args
+) -> Path:
     """Build ``spec``'s table at ``path`` unless it is there (``build_args`` go to ``solver.build.build``, e.g.
     ``layout="directory"``).  Processes that ask for the same missing table at once (e.g. parallel training runs)
     build it one at a time: they would otherwise share one work directory.  The first builds; the others wait,

@@ -54,8 +54,9 @@ def test_gymnasium_env_checker_on_the_suite_and_endgame_ids(env_id):
         gym_check_env(made_as_registered(env_id), skip_render_check=True)
 
 
-@pytest.mark.parametrize("env_id", [pytest.param(i, marks=pytest.mark.slow) if i == "Game2048-v0" else i
-                                    for i in PROJECT_IDS])  # fmt: skip
+@pytest.mark.parametrize(
+    "env_id", [pytest.param(i, marks=pytest.mark.slow) if i == "Game2048-v0" else i for i in PROJECT_IDS]
+)
 def test_an_agent_that_always_presses_up_ends_every_episode(env_id):
     """No registered id lets an episode run for ever: the v2 ids end the game at the first illegal UP, the others
     truncate at their ``max_episode_steps`` (Game2048-v0: about a million steps, in make test only)."""
@@ -82,10 +83,15 @@ def test_sb3_env_checker(env_id, obs_mode):
     # be an image for CnnPolicy; MlpPolicy flattens both.  Anything else fails the test.
     advisories = {
         "exponent": ["unconventional shape"],
-        "onehot": ["is an image but the upper and lower bounds", "Treating image space as channels-last",
-                   "minimal resolution for an image"],
-    }[obs_mode] + ["has no optimal-value table here",  # Solved2048-4x3's own warning
-                   "is out of date. You should consider upgrading"]  # Gymnasium's, on a v1 id: v2 exists  # fmt: skip
+        "onehot": [
+            "is an image but the upper and lower bounds",
+            "Treating image space as channels-last",
+            "minimal resolution for an image",
+        ],
+    }[obs_mode] + [
+        "has no optimal-value table here",  # Solved2048-4x3's own warning
+        "is out of date. You should consider upgrading",
+    ]  # Gymnasium's, on a v1 id: v2 exists
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         check_env(gym.make(env_id, obs_mode=obs_mode), warn=True)

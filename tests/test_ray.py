@@ -65,8 +65,9 @@ def test_workers_the_cluster_cannot_place_are_a_clear_error(ray_local, tmp_path,
     monkeypatch.setattr(ray_actors, "RESTART_TIMEOUT", 5.0)
     with pytest.raises(TimeoutError, match=r"workers \[[\d, ]+\] did not start within 5 s") as error:
         build_on_actors(SPECS["2x3"], tmp_path / "t", workers(3), progress=False)
-    said = re.search(r"workers \[([\d, ]+)\] .* CPUs \(([\d, ]+)\), and the cluster has ([\d.]+) CPUs free",
-                     str(error.value))  # fmt: skip
+    said = re.search(
+        r"workers \[([\d, ]+)\] .* CPUs \(([\d, ]+)\), and the cluster has ([\d.]+) CPUs free", str(error.value)
+    )
     assert said, str(error.value)
     waiting, asked = said.group(1).split(", "), [int(c) for c in said.group(2).split(", ")]
     assert 1 <= len(waiting) == len(asked) <= 3 and float(said.group(3)) < sum(asked)

@@ -64,8 +64,9 @@ def test_subprocess_workers_make_our_envs_by_module_prefixed_id():
     from oracle import Oracle
 
     Oracle.for_board("2x2", progress=False)  # the cached table, built here once rather than by both workers
-    vec = make_vec_env("env2048:Solved2048-2x2", n_envs=2, seed=0, vec_env_cls=SubprocVecEnv,
-                       env_kwargs={"oracle": True})  # fmt: skip
+    vec = make_vec_env(
+        "env2048:Solved2048-2x2", n_envs=2, seed=0, vec_env_cls=SubprocVecEnv, env_kwargs={"oracle": True}
+    )
     try:
         obs = vec.reset()
         assert obs.shape == (2, 2, 2)

@@ -50,14 +50,27 @@ def dist(tmp_path_factory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("dist")
     # a copy of the tree without what earlier builds left in it (setuptools reuses build/ and *.egg-info/)
     tree = out / "tree-copy"
-    shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "site",
-                                                              "results", "__pycache__", "*.pyc"))  # fmt: skip
-    subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out / "sdist"), str(tree)],
-                   check=True, capture_output=True, env=_quiet_env())  # fmt: skip
+    shutil.copytree(
+        ROOT,
+        tree,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "build", "*.egg-info", "site", "results", "__pycache__", "*.pyc"
+        ),
+    )
+    subprocess.run(
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out / "sdist"), str(tree)],
+        check=True,
+        capture_output=True,
+        env=_quiet_env(),
+    )
     for left in [tree / "build", *tree.glob("*.egg-info")]:  # the second wheel starts from a clean tree as well
         shutil.rmtree(left, ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--wheel", "--outdir", str(out / "tree"),
-                    str(tree)], check=True, capture_output=True, env=_quiet_env())  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "build", "--no-isolation", "--wheel", "--outdir", str(out / "tree"), str(tree)],
+        check=True,
+        capture_output=True,
+        env=_quiet_env(),
+    )
     wheels, sdists = list((out / "sdist").glob("*.whl")), list((out / "sdist").glob("*.tar.gz"))
     assert len(wheels) == 1 and len(sdists) == 1, sorted(p.name for p in (out / "sdist").iterdir())
     return {"sdist": sdists[0], "wheel": wheels[0], "tree_wheel": next((out / "tree").glob("*.whl"))}
@@ -71,11 +84,32 @@ def installed(dist, tmp_path_factory) -> dict:
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
-    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               check=True, capture_output=True, text=True).stdout.strip())  # fmt: skip
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
     (site / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q",
-                    str(dist["wheel"])], check=True, capture_output=True, env=_quiet_env())  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--no-deps",
+            "--no-index",
+            "-q",
+            str(dist["wheel"]),
+        ],
+        check=True,
+        capture_output=True,
+        env=_quiet_env(),
+    )
     work = base / "work"  # outside the clone, so that nothing imports from it
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -84,8 +118,14 @@ def installed(dist, tmp_path_factory) -> dict:
 
 
 def _run(installed: dict, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    result = subprocess.run([str(installed["python"]), *args], cwd=installed["work"], capture_output=True, text=True,
-                            env=installed["env"], timeout=timeout)  # fmt: skip
+    result = subprocess.run(
+        [str(installed["python"]), *args],
+        cwd=installed["work"],
+        capture_output=True,
+        text=True,
+        env=installed["env"],
+        timeout=timeout,
+    )
     assert result.returncode == 0, f"{args}: {result.stderr[-3000:]}"
     return result
 
@@ -195,8 +235,14 @@ for argv in json.loads(sys.argv[1]):
 
 def test_every_documented_command_answers_help_from_the_installed_wheel(installed):
     commands = documented_commands()
-    wanted = [["solver", "build"], ["oracle"], ["oracle", "serve"], ["experiments.suite"], ["experiments.benchmark"],
-              ["experiments.replay"]]  # fmt: skip
+    wanted = [
+        ["solver", "build"],
+        ["oracle"],
+        ["oracle", "serve"],
+        ["experiments.suite"],
+        ["experiments.benchmark"],
+        ["experiments.replay"],
+    ]
     assert all(c in commands for c in wanted), [c for c in wanted if c not in commands]
     result = _run(installed, "-c", HELP_ALL, json.dumps(commands))
     answers = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]

@@ -140,8 +140,14 @@ def ensure_table(task: Task, progress: bool = True) -> Path:
     path = table_path(task)
     if path.exists():  # a table appears by an atomic rename: one that exists is complete
         return path
-    return build_once(task.spec(), path, progress, what=f"suite task {task.describe()}",
-                      warm_oracle=oracle_kernels_missing(), layout="directory")  # fmt: skip
+    return build_once(
+        task.spec(),
+        path,
+        progress,
+        what=f"suite task {task.describe()}",
+        warm_oracle=oracle_kernels_missing(),
+        layout="directory",
+    )
 
 
 def checked_table(task: Task, progress: bool = True) -> tuple[Path, str]:
