@@ -199,6 +199,7 @@ class ExpectimaxAgent(Agent):
     name = "expectimax"
     #: the heuristic and n-tuple values are symmetric; only exact ties could break differently on mirrored boards
     symmetric = True
+    deterministic = True
 
     def __init__(self, rows: int = 4, cols: int = 4, depth: int = 2, evaluator="heuristic",
                  heuristic=DEFAULT_HEURISTIC, p4: float = 0.1, cache_size: int = 1 << 16, seed: int = 0,

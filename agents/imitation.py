@@ -300,6 +300,7 @@ class PolicyNetAgent(Agent):
 
     name = "policy"
     symmetric = True
+    deterministic = True
     cheap_to_evaluate = True
 
     def __init__(self, rows: int, cols: int, kind: str = "mlp", hidden: int = 256, seed: int = 0):

@@ -345,6 +345,7 @@ class NTupleAgent(Agent):
 
     name = "ntuple"
     symmetric = True
+    deterministic = True
     cheap_to_evaluate = True
 
     def __init__(self, rows: int = 4, cols: int = 4, tuples=None, alpha: float = 0.1, init: float = 0.0,

@@ -1,26 +1,28 @@
-"""Adapter: a trained Stable-Baselines3 policy as an agent (the benchmark's ``ppo:PATH``).
-
-The playing is :class:`oracle.sb3_policy.SB3Policy` (observation encoding read from the model; masks for
-MaskablePPO, the best legal move otherwise); this adds the agent interface and loading a ``MaskablePPO`` file.
-Needs the ``rl`` extra (stable-baselines3, sb3-contrib, torch); imported only when used.
-"""
+"""Deprecated: a trained SB3 model plays through :class:`oracle.agent.SB3Policy` (``oracle.agent.as_policy``)
+and loads with :func:`agents.sb3.load_policy`.  ``PPOAgent`` stays one release for old code."""
 
 from __future__ import annotations
 
-from oracle.sb3_policy import SB3Policy, is_sb3_model
+import warnings
 
-from .base import Agent
+from oracle.agent import SB3Policy, is_sb3_model
 
 __all__ = ["PPOAgent", "is_sb3_model"]
 
 
-class PPOAgent(SB3Policy, Agent):
-    """Plays a trained SB3 model deterministically, legal moves only (see :class:`oracle.sb3_policy.SB3Policy`)."""
+class PPOAgent(SB3Policy):
+    """Deprecated alias of :class:`oracle.agent.SB3Policy`."""
 
-    name = "ppo"
+    def __init__(self, model, seed: int = 0):
+        warnings.warn(
+            "agents.ppo.PPOAgent is deprecated: use oracle.agent.as_policy(model), or agents.sb3.load_policy(path)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        super().__init__(model)
 
     @classmethod
-    def load(cls, path, seed: int = 0) -> PPOAgent:
-        from sb3_contrib import MaskablePPO
+    def load(cls, path, seed: int = 0) -> SB3Policy:
+        from .sb3 import load_policy
 
-        return cls(MaskablePPO.load(str(path), device="cpu"), seed=seed)
+        return load_policy(path)

@@ -9,10 +9,14 @@ Specs (``PATH`` is a file written by the agent's training script):
 ``expectimax:D``            expectimax to depth D on the heuristic
 ``expectimax:D:PATH``       expectimax to depth D on a trained n-tuple network (``.npz``)
 ``td:PATH``                 trained n-tuple network, greedy 1-ply (``.npz`` from ``experiments.train.td``)
-``ppo:PATH``                MaskablePPO model (``.zip`` from ``experiments.train.ppo``)
+``ppo:PATH``                MaskablePPO or PPO model (``.zip``, e.g. from ``experiments.train.ppo``)
+``dqn:PATH``                DQN or QR-DQN model (``.zip``)
+``sb3:PATH``                any SB3 / sb3-contrib model of :data:`agents.sb3.ALGORITHMS` (``.zip``)
 ``policy:PATH``             torch policy net imitating the optimum (``.pt`` from ``experiments.train.imitate``)
 ``package.module:factory``  your own: ``factory(rows=, cols=, seed=)`` returns an agent (see oracle.agent)
 ==========================  ==============================================================================
+
+SB3 models play as they were trained (``oracle.agent.SB3Policy``); :func:`make_policy` also takes objects.
 """
 
 from __future__ import annotations
@@ -20,12 +24,19 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+from oracle.agent import as_policy
+
 from .expectimax import MAX_DEPTH, ExpectimaxAgent
 from .ntuple import NTupleAgent
 from .simple import GreedyAgent, OptimalAgent, RandomAgent
 
-NAMES = ("random", "greedy", "optimal", "expectimax", "td", "ppo", "policy")
-USAGE = "random, greedy, optimal, expectimax:D[:PATH], td:PATH, ppo:PATH, policy:PATH or package.module:factory"
+NAMES = ("random", "greedy", "optimal", "expectimax", "td", "ppo", "dqn", "sb3", "policy")
+USAGE = (
+    "random, greedy, optimal, expectimax:D[:PATH], td:PATH, ppo:PATH, dqn:PATH, sb3:PATH, policy:PATH or "
+    "package.module:factory"
+)
+#: spec name -> the SB3 algorithms its file may hold
+SB3_SPECS = {"ppo": ("MaskablePPO", "PPO"), "dqn": ("DQN", "QRDQN"), "sb3": None}
 
 
 def _file(path: str, spec: str) -> Path:
@@ -82,15 +93,15 @@ def make_agent(spec: str, rows: int, cols: int, seed: int = 0, oracle=None):
         if (agent.rows, agent.cols) != (rows, cols):
             raise ValueError(f"agent {spec!r}: the net plays {agent.rows}x{agent.cols}, not {rows}x{cols}")
         return agent
-    if name == "ppo":
+    if name in SB3_SPECS:
         if not rest:
-            raise ValueError("agent 'ppo' needs a model file: ppo:PATH")
-        from .ppo import PPOAgent
+            raise ValueError(f"agent {name!r} needs a model file: {name}:PATH")
+        from .sb3 import ALGORITHMS, load_policy
 
-        agent = PPOAgent.load(_file(rest, spec), seed=seed)
-        if (agent.rows, agent.cols) != (rows, cols):
-            raise ValueError(f"agent {spec!r}: the model plays {agent.rows}x{agent.cols}, not {rows}x{cols}")
-        return agent
+        try:
+            return load_policy(_file(rest, spec), rows, cols, SB3_SPECS[name] or ALGORITHMS)
+        except ValueError as err:
+            raise ValueError(f"agent {spec!r}: {err}") from err
     if rest and name not in NAMES:
         try:
             module = importlib.import_module(name)
@@ -101,3 +112,12 @@ def make_agent(spec: str, rows: int, cols: int, seed: int = 0, oracle=None):
             raise ValueError(f"agent {spec!r}: module {name!r} has no callable {rest!r}")
         return factory(rows=rows, cols=cols, seed=seed)
     raise ValueError(f"unknown agent {spec!r}: use {USAGE}")
+
+
+def make_policy(policy, rows: int, cols: int, seed: int = 0, oracle=None):
+    """The policy (:mod:`oracle.agent`) that ``policy`` names or is, for a ``rows`` x ``cols`` board: a spec string
+    through :func:`make_agent`, anything else through :func:`oracle.agent.as_policy` (a model of another board is
+    refused).  The suite and the benchmark take their agents from here."""
+    if isinstance(policy, str):
+        return make_agent(policy, rows, cols, seed=seed, oracle=oracle)
+    return as_policy(policy, rows=rows, cols=cols)

@@ -40,6 +40,7 @@ class GreedyAgent(Agent):
     Deterministic (the seed is accepted for a uniform interface and unused)."""
 
     name = "greedy"
+    deterministic = True
     cheap_to_evaluate = True
 
     def __init__(self, seed: int = 0):
@@ -67,6 +68,7 @@ class OptimalAgent(Agent):
     a few times the bound where two moves are that close."""
 
     name = "optimal"
+    deterministic = True
     symmetric = True
     cheap_to_evaluate = True
 

@@ -27,11 +27,11 @@ from pathlib import Path
 
 import numpy as np
 
-from agents.registry import USAGE, make_agent
+from agents.registry import USAGE, make_policy
 from env2048.pattern import load_pattern
 from env2048.shape import parse_board
 from oracle import Oracle
-from oracle.agent import as_agent
+from oracle.agent import evaluates_exactly
 from oracle.episodes import chosen_episodes
 from oracle.oracle import open_oracle
 from oracle.priced_games import reenact
@@ -41,8 +41,6 @@ from .replay.viewer import write_replay_html
 
 #: Version of the protocol and of the JSON schema (bump when either changes).
 PROTOCOL_VERSION = 2
-#: Boards with at most this many cells are always evaluated exactly (every agent is cheap there).
-SMALL_BOARD_CELLS = 8
 #: Scalar columns of the results table, in order (the JSON has these plus ``by_age`` per agent).
 COLUMNS = (
     "label", "spec", "episodes", "mean_score", "score_ci", "percent_of_optimal", "mean_regret", "regret_ci",
@@ -63,19 +61,9 @@ def label_of(spec) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", "-".join(parts)).strip("-")
 
 
-def exact_is_cheap(agent, cells: int) -> bool:
-    """``--exact auto``: exact evaluation on small boards, and on larger ones for agents that say they decide
-    cheaply (``cheap_to_evaluate``: random, greedy, optimal, td, expectimax:1); not for deeper search nor
-    PPO/custom agents, which the exact pass would call on millions of boards."""
-    return cells <= SMALL_BOARD_CELLS or bool(getattr(agent, "cheap_to_evaluate", False))
-
-
 def agent_of(spec, oracle: Oracle, seed: int):
-    """The agent of a spec string (``agents.registry``), or ``spec`` itself when it is an agent object or a
-    trained SB3 model (played through ``agents.ppo.PPOAgent``)."""
-    if isinstance(spec, str):
-        return make_agent(spec, oracle.rows, oracle.cols, seed=seed, oracle=oracle)
-    return as_agent(spec)
+    """The policy of a spec string, an agent object or a trained SB3 model (:func:`agents.registry.make_policy`)."""
+    return make_policy(spec, oracle.rows, oracle.cols, seed=seed, oracle=oracle)
 
 
 def run_agent(oracle: Oracle, spec, episodes: int, seed: int, exact: str, progress: bool,
@@ -94,7 +82,7 @@ def run_agent(oracle: Oracle, spec, episodes: int, seed: int, exact: str, progre
         "optimal_move_rate": report.optimal_move_rate, "moves": report.moves,
         "exact_value": None, "exact_percent_of_optimal": None, "exact_states": None, "exact_seconds": None,
     }  # fmt: skip
-    if exact == "always" or (exact == "auto" and exact_is_cheap(agent, rows * cols)):
+    if exact == "always" or (exact == "auto" and evaluates_exactly(agent, rows * cols)):
         agent = agent_of(spec, oracle, seed)  # a spec gets a fresh generator: exact uses action_probs
         ev = oracle.evaluate(agent, progress=progress)
         row.update(exact_value=ev.value, exact_percent_of_optimal=ev.percent_of_optimal, exact_states=ev.states,

@@ -9,8 +9,10 @@ d(s) (start distribution, the policy's action probabilities, the spawn probabili
 Both are computed; they agree to rounding, which checks the oracle and the pass against each other.  The
 second, split by age, is the exact optimality gap by age.  Boards are kept raw, so any policy is exact; an agent
 with ``symmetric = True`` (its action on a mirrored board is the mirrored action) is evaluated on canonical
-boards, up to 8x fewer.  ``action_probs(boards, masks)`` on the agent gives a stochastic policy exactly; without
-it the agent's ``act_batch`` (or ``act``) is taken as deterministic.
+boards, up to 8x fewer.  A policy is evaluated by its ``action_probs(boards, masks)`` if it has them, else by
+its moves if it declares ``deterministic = True``; one that declares neither is refused (see
+:mod:`oracle.agent`).  An illegal move ends the game, as in the v2 envs: ``r(s, a) = 0``, no successors, and
+``Q*(s, a) = 0``, so its regret is ``max Q*(s)``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from env2048 import board as B
 from env2048.kernels import canonical_packed
 from env2048.rules import FAILURE, SUCCESS, legal_masks, move_outcome
 
-from .agent import batch_decider
+from .agent import WHAT_TO_DECLARE, as_policy, policy_name
 
 
 @dataclass
@@ -125,7 +127,8 @@ def _merge(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.n
 
 
 def policy_matrix(agent, boards: np.ndarray, masks: np.ndarray, q: np.ndarray | None = None) -> np.ndarray:
-    """``float64 (n, 4)``: the agent's action probabilities (one-hot for a deterministic agent), validated.
+    """``float64 (n, 4)``: the policy's action probabilities (one-hot for a deterministic one), validated; mass
+    on an illegal move (``~masks``) is allowed: it ends the game.
 
     ``q`` (``float64 (n, 4)``), if given, are the Q-values of ``boards`` in the agent's own oracle: an agent that
     decides from them alone (``actions_from_q``, the optimal agent) then decides without looking them up again."""
@@ -133,16 +136,21 @@ def policy_matrix(agent, boards: np.ndarray, masks: np.ndarray, q: np.ndarray | 
         actions = np.asarray(agent.actions_from_q(q), np.int64)
     elif hasattr(agent, "action_probs"):
         probs = np.asarray(agent.action_probs(boards, masks), np.float64)
-        if probs.shape != masks.shape or (probs[~masks] != 0).any() or not np.allclose(probs.sum(1), 1):
-            raise ValueError("action_probs must give (n, 4) probabilities summing to 1 over legal actions only")
+        if probs.shape != masks.shape or (probs < 0).any() or not np.allclose(probs.sum(1), 1):
+            raise ValueError(
+                f"{policy_name(agent)}: action_probs must give ({len(masks)}, 4) non-negative probabilities that "
+                f"sum to 1 per board, got shape {probs.shape}"
+            )
         return probs
+    elif getattr(agent, "deterministic", False) is True:
+        actions = np.asarray(agent.act_batch(boards, masks), np.int64)
     else:
-        actions = batch_decider(agent)(boards, masks)
+        raise ValueError(f"{policy_name(agent)} cannot be evaluated exactly: {WHAT_TO_DECLARE}")
     if actions.shape != (boards.shape[0],) or (actions < 0).any() or (actions > 3).any():
-        raise ValueError("the agent must return one action in 0..3 per board")
-    if not masks[np.arange(actions.size), actions].all():
-        i = int(np.flatnonzero(~masks[np.arange(actions.size), actions])[0])
-        raise ValueError(f"the agent chose illegal action {actions[i]} on board\n{boards[i]}")
+        raise ValueError(
+            f"{policy_name(agent)} must return one action in 0..3 (UP, RIGHT, DOWN, LEFT) per board, got "
+            f"{actions[:8]!r}"
+        )
     probs = np.zeros(masks.shape)
     probs[np.arange(actions.size), actions] = 1.0
     return probs
@@ -158,6 +166,7 @@ def evaluate_policy(oracle, agent, progress: bool = True, batch: int = 1 << 18, 
     spec = oracle.spec
     if spec.spawn != "random":
         raise ValueError(f"exact evaluation plays the real game; this table's spawn model is {spec.spawn!r}")
+    agent = as_policy(agent)
     T, rules = spec.tables, spec.rules
     symmetric = bool(getattr(agent, "symmetric", False))
     start_ids, start_probs = spec.start_states(canonical_only=symmetric)
@@ -192,9 +201,11 @@ def evaluate_policy(oracle, agent, progress: bool = True, batch: int = 1 << 18, 
                 policy[live] = policy_matrix(agent, boards[live], masks[live], own_q)
                 if on_layer is not None:
                     on_layer(age, part[live], w[live], policy[live], q)
-                regret = np.nanmax(q, axis=1, keepdims=True) - q
-                gap += float(np.sum(w[live] * np.nansum(policy[live] * np.where(np.isnan(q), 0, regret), axis=1)))
-            reward_mass, win_mass, c2, w2, c4, w4 = _step_layer(part, w, policy, T, spec.p4, rules, score, symmetric)
+                best = np.nanmax(q, axis=1, keepdims=True)
+                regret = np.where(np.isnan(q), best, best - q)  # an illegal move ends the game: Q = 0
+                gap += float(np.sum(w[live] * np.sum(policy[live] * regret, axis=1)))
+            played = policy * masks  # the mass of illegal moves ends there: no reward, no successors
+            reward_mass, win_mass, c2, w2, c4, w4 = _step_layer(part, w, played, T, spec.p4, rules, score, symmetric)
             value += reward_mass + win_mass
             for child_age, c, cw in ((age + 2, c2, w2), (age + 4, c4, w4)):
                 if c.size and cw.any():

@@ -132,13 +132,13 @@ class _AgeStats:
 
 def game_env(spec) -> Game2048Env:
     """The env that plays ``spec``'s game (shape, p4, and the goal tile of ``tile:K``, or the endgame pattern);
-    illegal moves raise."""
+    an illegal move ends the game, as in the v2 envs."""
     if spec.pattern is not None:
         from env2048.endgame import Endgame2048Env
 
-        return Endgame2048Env(spec.pattern, p4=spec.p4, invalid_action="raise")
+        return Endgame2048Env(spec.pattern, p4=spec.p4, invalid_action="terminate")
     goal = None if spec.target_exponent is None else 1 << spec.target_exponent
-    return Game2048Env(spec.rows, spec.cols, p4=spec.p4, goal_tile=goal, invalid_action="raise")
+    return Game2048Env(spec.rows, spec.cols, p4=spec.p4, goal_tile=goal, invalid_action="terminate")
 
 
 def play_game(env: Game2048Env, decide, seed: int, oracle=None, stats: _AgeStats | None = None,
@@ -146,7 +146,8 @@ def play_game(env: Game2048Env, decide, seed: int, oracle=None, stats: _AgeStats
     """Play one game from ``env.reset(seed=seed)`` with ``decide(observation, info) -> action``.
 
     With an ``oracle`` every move is priced (regret = max Q − Q(move), 0 for a move optimal within the tie
-    tolerance) and added to ``stats``.  ``trace`` records the moves; ``actions`` (a list) gets the actions.
+    tolerance; an illegal move ends the game, ``env`` made with ``invalid_action="terminate"``, and its regret is
+    max Q) and added to ``stats``.  ``trace`` records the moves; ``actions`` (a list) gets the actions.
     Returns ``(outcome, total regret)``: the outcome is the final score, or for a goal tile (or an endgame
     pattern) 1.0 if it was made, else 0.0; the regret is 0 without an oracle.
     """
@@ -158,13 +159,14 @@ def play_game(env: Game2048Env, decide, seed: int, oracle=None, stats: _AgeStats
     while not done and info["action_mask"].any():
         q = oracle.q_values(obs) if oracle is not None else None
         action = int(decide(obs, info))
-        if not 0 <= action <= 3 or not info["action_mask"][action]:
-            raise ValueError(f"agent chose action {action}, which is illegal here (mask {info['action_mask']})")
+        if not 0 <= action <= 3:
+            raise ValueError(f"the agent chose action {action}; actions are 0..3 (UP, RIGHT, DOWN, LEFT)")
         best_moves, r = None, 0.0
         if q is not None:
             best_moves = oracle.optimal_mask(q)
             is_optimal = bool(best_moves[action])
-            r = 0.0 if is_optimal else float(np.nanmax(q) - q[action])  # ties within rounding are not regret
+            lost = 0.0 if np.isnan(q[action]) else q[action]  # an illegal move ends the game
+            r = 0.0 if is_optimal else float(np.nanmax(q) - lost)  # ties within rounding are not regret
             if stats is not None:
                 stats.add(info["age"], r, is_optimal)
             total += r

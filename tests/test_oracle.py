@@ -12,6 +12,7 @@ import pytest
 import env2048  # noqa: F401
 from env2048 import board as B
 from oracle import BoardNotInTable, Oracle, RegretReport
+from oracle.agent import as_policy, evaluates_exactly
 from oracle.wrapper import OracleWrapper
 from solver.build import build
 from solver.spec import SolveSpec
@@ -282,6 +283,7 @@ def test_evaluate_optimal_equals_v_star(oracle_2x3):
 
     class ActBatchOnly:
         symmetric = True
+        deterministic = True
 
         def act_batch(self, boards, masks):
             return optimal.act_batch(boards, masks)
@@ -307,9 +309,76 @@ def test_evaluate_matches_monte_carlo(oracle_2x3):
     assert values[False] == pytest.approx(values[True], abs=1e-9)
 
 
-def test_evaluate_rejects_illegal_actions(oracle_2x3):
-    with pytest.raises(ValueError, match="illegal"):
-        oracle_2x3.evaluate(lambda obs, info: 0, progress=False)
+def test_a_policy_that_declares_nothing_is_refused_with_what_to_add(oracle_2x3):
+    always_up = lambda obs, info: 0  # noqa: E731
+    with pytest.raises(ValueError, match=r"<lambda> cannot be evaluated exactly: set `deterministic = True`"):
+        oracle_2x3.evaluate(always_up, progress=False)
+    with pytest.raises(ValueError, match="cannot be scored exactly.*action_probs"):
+        evaluates_exactly(as_policy(always_up), 6)
+    assert not evaluates_exactly(as_policy(always_up), 6, table_allows=False)
+    assert not evaluates_exactly(as_policy(always_up), 9)  # not cheap on a larger board: Monte Carlo
+    assert evaluates_exactly(as_policy(always_up, deterministic=True), 6)
+
+
+def _naive_policy_value(rows: int, cols: int, p4: float, probs) -> float:
+    """V^pi(start) by recursion over the pure-Python rules (tests/naive.py): ``probs(grid) -> 4 floats``; an
+    illegal move ends the game with no reward."""
+    from functools import cache
+
+    @cache
+    def value(board_id: int) -> float:
+        grid = naive.unpack(board_id, rows, cols)
+        legal = naive.legal(grid)
+        total = 0.0
+        for a, p in enumerate(probs(grid)):
+            if p == 0 or not legal[a]:
+                continue
+            after, reward = naive.move(grid, a)
+            total += p * (reward + sum(q * value(naive.pack(g)) for g, q in naive.spawn_outcomes(after, p4)))
+        return total
+
+    return sum(p * value(b) for b, p in naive.start_distribution(rows, cols, p4).items())
+
+
+class HalfUpHalfUniform:
+    """UP with probability 1/2 whether legal or not (an illegal UP ends the game), else a uniform legal move."""
+
+    name = "half-up"
+
+    def action_probs(self, boards, masks):
+        masks = np.asarray(masks, bool)
+        uniform = masks / np.maximum(masks.sum(axis=1, keepdims=True), 1)
+        return 0.5 * uniform + 0.5 * np.eye(4)[np.zeros(len(masks), int)]
+
+    def act_batch(self, boards, masks):
+        raise AssertionError("exact evaluation uses action_probs")
+
+
+def test_a_stochastic_policy_is_scored_exactly_by_its_probabilities():
+    """On 2x2, V^pi of a stochastic policy that puts half its mass on UP, legal or not, equals a recursion over
+    the pure-Python rules, and the per-move regrets (an illegal move's is max Q*) add up to V* - V^pi."""
+    oracle = Oracle.for_board("2x2", progress=False)
+    ev = oracle.evaluate(HalfUpHalfUniform(), progress=False)
+
+    def probs(grid):
+        legal = np.array(naive.legal(grid), float)
+        return 0.5 * legal / max(legal.sum(), 1) + 0.5 * np.eye(4)[0]
+
+    expected = _naive_policy_value(2, 2, 0.1, probs)
+    assert ev.value == pytest.approx(expected, rel=1e-12)
+    assert 0 < ev.value < oracle.start_value
+    assert ev.consistency < 2 * oracle.value_error[0] * oracle.start_value + 1e-9  # V* - gap = V^pi, to rounding
+
+
+def test_an_illegal_move_ends_the_game_in_exact_and_played_scoring(oracle_2x3):
+    """Always-UP on 2x3: the exact pass and the played games agree (an illegal UP ends the game, its regret is
+    max Q*), and the played games' regrets add up to V* minus their scores."""
+    always_up = as_policy(lambda obs, info: 0, deterministic=True)
+    ev = oracle_2x3.evaluate(always_up, progress=False)
+    report = oracle_2x3.regret(always_up, episodes=400, seed=3, progress=False)
+    assert abs(report.mean_score - ev.value) <= report.score_ci
+    assert ev.consistency < 2 * oracle_2x3.value_error[0] * oracle_2x3.start_value + 1e-9
+    assert report.moves < 400 * 20  # every game ends: UP becomes illegal within a few moves
 
 
 @pytest.mark.slow

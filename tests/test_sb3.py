@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -79,3 +81,33 @@ def test_subprocess_workers_make_our_envs_by_module_prefixed_id():
         assert len(regrets) == 40
     finally:
         vec.close()
+
+
+def test_sb3_models_trained_on_a_v2_id_are_scored_by_the_suite(tmp_path, capsys):
+    """PPO and DQN from SB3, trained a few hundred steps on the plain v2 env (no masks: an illegal move ends
+    the game), are scored exactly from their saved files by ``suite run --agent sb3:PATH``; a model of another
+    board is refused with a message that names both."""
+    from stable_baselines3 import DQN, PPO
+
+    from experiments.suite.__main__ import main
+
+    small = {"PPO": {"n_steps": 64, "batch_size": 32, "n_epochs": 1}, "DQN": {"learning_starts": 50}}
+    for algorithm in (PPO, DQN):
+        name = algorithm.__name__
+        model = algorithm("MlpPolicy", gym.make("Solved2048-2x4-v2"), seed=0, device="cpu", **small[name])
+        model.learn(256)
+        model.save(tmp_path / f"{name}.zip")
+        out = tmp_path / f"runs-{name}"
+        assert main(["run", "--agent", f"sb3:{tmp_path / name}.zip", "--tasks", "2x4", "--seeds", "1",
+                     "--out", str(out), "--quiet"]) == 0  # fmt: skip
+        cell = json.loads((out / "runs" / "2x4" / "seed-0.json").read_text())
+        assert cell["method"] == "exact" and 0 <= cell["normalized"] < 1, cell
+    other = PPO("MlpPolicy", gym.make("Solved2048-2x3-v2"), n_steps=64, batch_size=32, seed=0, device="cpu")
+    other.save(tmp_path / "other.zip")
+    assert main(["run", "--agent", f"sb3:{tmp_path}/other.zip", "--tasks", "2x4", "--seeds", "1",
+                 "--out", str(tmp_path / "refused"), "--quiet"]) != 0  # fmt: skip
+    err = capsys.readouterr().err
+    assert (
+        "PPO was trained on 2x3 boards (observation space Box(0, 7, (2, 3), uint8)); this task is 2x4 "
+        "(observation space Box(0, 9, (2, 4), uint8), or one-hot Box(0, 1, (10, 2, 4), uint8))" in err
+    ), err

@@ -135,20 +135,21 @@ def test_bad_input_gets_clear_errors_and_loses_nothing(tmp_path, capsys):
     )
     assert "unknown task 'nope'" in capsys.readouterr().err
 
-    def always_up(obs, info):  # illegal as soon as UP is
+    def always_up(obs, info):  # a callable declares nothing: its exact score is undefined
         return 0
 
     out = tmp_path / "up"
-    with pytest.raises(SuiteRunError, match=r"(?s)task 2x4, seed 0: ValueError: .*illegal.*resumes"):
+    with pytest.raises(SuiteRunError, match=r"(?s)task 2x4, seed 0: ValueError: .*deterministic = True.*resumes"):
         run_suite(out, 1, agent=always_up, tasks="2x4", progress=False)
 
     def wrong_shape(boards, masks):
         return np.zeros((len(boards), 2), np.int64)
 
     class Shapeless:
+        deterministic = True
         act_batch = staticmethod(wrong_shape)
 
-    with pytest.raises(SuiteRunError, match="task 2x4, seed 0"):
+    with pytest.raises(SuiteRunError, match="task 2x4, seed 0: ValueError: .*one action in 0..3"):
         run_suite(tmp_path / "shape", 1, agent=Shapeless(), tasks="2x4", progress=False)
 
     calls = []
@@ -202,8 +203,8 @@ def test_the_ppo_trainer_has_a_file_per_task_and_trains_on_the_tasks_game():
     endgame (one-hot observations of the whole board, masks from the pattern's rules) gives a model that the
     suite plays, legal moves only."""
     pytest.importorskip("sb3_contrib")
+    from agents.registry import make_policy
     from experiments.suite.envs import make_task_vec_env
-    from experiments.suite.policies import as_policy
     from experiments.suite.trainers import PPO_KEYS, load_hyperparams, maskable_ppo
 
     for t in SUITE_V1:
@@ -217,7 +218,7 @@ def test_the_ppo_trainer_has_a_file_per_task_and_trains_on_the_tasks_game():
     vec = make_task_vec_env("L3-256", 8, 3, "goal")
     boards = np.stack([np.argmax(o, axis=0) for o in vec.reset()]).astype(np.uint8)  # one-hot planes -> exponents
     masks = np.stack(vec.env_method("action_masks"))
-    actions = as_policy(model, 4, 4, 0, None).act_batch(boards, masks)
+    actions = make_policy(model, 4, 4, 0, None).act_batch(boards, masks)
     assert all(masks[i, a] for i, a in enumerate(actions) if masks[i].any())  # a few starts allow no move
 
 

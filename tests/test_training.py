@@ -53,7 +53,11 @@ def test_train_ppo_saves_a_model_the_benchmark_can_load(tmp_path):
     assert masks[np.arange(64), actions].all()  # masked: only legal moves
     exact = Oracle.for_board("2x2").evaluate(agent, progress=False)
     assert summary["exact"]["value"] == pytest.approx(exact.value)
-    with pytest.raises(ValueError, match="2x2, not 3x3"):
+    with pytest.raises(
+        ValueError,
+        match=r"trained on 2x2 boards \(observation space Box\(0, 1, \(6, 2, 2\), uint8\)\); this task is 3x3 "
+        r"\(observation space Box\(0, 10, \(3, 3\)",
+    ):
         make_agent(f"ppo:{tmp_path / 'ppo' / 'model.zip'}", 3, 3)
 
 

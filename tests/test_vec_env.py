@@ -13,11 +13,11 @@ from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_suppo
 from stable_baselines3 import PPO  # noqa: E402
 from stable_baselines3.common.vec_env import VecCheckNan, VecEnv, VecNormalize  # noqa: E402
 
-from agents.ppo import PPOAgent  # noqa: E402
 from agents.vec_env import Game2048SB3VecEnv, transform_reward  # noqa: E402
 from env2048.env import Game2048Env  # noqa: E402
 from experiments import benchmark  # noqa: E402
 from oracle import Oracle  # noqa: E402
+from oracle.agent import SB3Policy, as_policy  # noqa: E402
 
 
 @pytest.mark.parametrize("obs_mode", ["exponent", "onehot"])
@@ -97,16 +97,17 @@ def test_sb3_wrappers_and_maskable_ppo_run_on_it():
 
 
 def test_oracle_and_benchmark_take_an_sb3_model(tmp_path):
-    """A trained model is an agent as it is: regret, exact evaluation and the benchmark play it through
-    PPOAgent (legal moves only), also a plain PPO on exponent boards, without masks."""
+    """A trained model is a policy as it is: regret, exact evaluation and the benchmark play it through
+    SB3Policy (masks for MaskablePPO), also a plain PPO on exponent boards, without masks, as it was trained;
+    the old name PPOAgent still plays it, with a deprecation warning."""
     oracle = Oracle.for_board("2x3", progress=False)
     masked = MaskablePPO("MlpPolicy", Game2048SB3VecEnv(2, 2, 3), n_steps=32, batch_size=32, seed=0, device="cpu")
     plain = PPO("MlpPolicy", Game2048SB3VecEnv(2, 2, 3, obs_mode="exponent"), n_steps=32, batch_size=32, seed=0,
                 device="cpu")  # fmt: skip
     for model, encoding in ((masked, "onehot"), (plain, "exponent")):
         model.learn(64)
-        agent = PPOAgent(model)
-        assert agent.encoding == encoding
+        agent = as_policy(model)
+        assert isinstance(agent, SB3Policy) and agent.encoding == encoding
         direct = oracle.evaluate(model, progress=False)
         assert direct.value == oracle.evaluate(agent, progress=False).value
         report = oracle.regret(model, episodes=5, seed=1, progress=False)
@@ -114,4 +115,9 @@ def test_oracle_and_benchmark_take_an_sb3_model(tmp_path):
     result = benchmark.run("2x3", [masked], episodes=5, out=tmp_path, progress=False)
     assert result["agents"][0]["label"] == "MaskablePPO" and result["agents"][0]["exact_value"] is not None
     with pytest.raises(TypeError, match="not a Stable-Baselines3 model"):
-        PPOAgent(object())
+        SB3Policy(object())
+    from agents.ppo import PPOAgent
+
+    with pytest.warns(DeprecationWarning, match="as_policy"):
+        old = PPOAgent(masked)
+    assert oracle.evaluate(old, progress=False).value == oracle.evaluate(masked, progress=False).value

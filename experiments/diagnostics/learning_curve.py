@@ -29,6 +29,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from oracle.agent import evaluates_exactly
+
 COLUMNS = (
     "run", "checkpoint", "env_steps", "games", "labels", "train_seconds", "wall_seconds", "method", "value",
     "value_ci", "percent_of_optimal", "percent_ci", "optimal_value",
@@ -68,7 +70,8 @@ class LearningCurve:
     """Evaluates a learner at checkpoints and appends a row per checkpoint to ``path`` (flushed at once, so an
     interrupted run keeps its curve).
 
-    ``oracle``: the board's oracle; ``method``: ``auto`` (exact where :func:`exact_is_cheap`, else regret),
+    ``oracle``: the board's oracle; ``method``: ``auto`` (exact where
+    :func:`oracle.agent.evaluates_exactly`, else regret),
     ``exact`` or ``regret``; ``episodes``: regret games per checkpoint.
     """
 
@@ -113,11 +116,9 @@ class LearningCurve:
 
     def evaluate(self, agent) -> tuple[float, float, str]:
         """``(value, CI half-width, method)`` of ``agent``'s policy from the start."""
-        from experiments.benchmark import exact_is_cheap
-
         method = self.method
         if method == "auto":
-            method = "exact" if exact_is_cheap(agent, self.oracle.rows * self.oracle.cols) else "regret"
+            method = "exact" if evaluates_exactly(agent, self.oracle.rows * self.oracle.cols) else "regret"
         if method == "exact":
             return float(self.oracle.evaluate(agent, progress=False).value), 0.0, "exact"
         report = self.oracle.regret(agent, episodes=self.episodes, seed=EVAL_SEED, progress=False)

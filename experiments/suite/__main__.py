@@ -119,8 +119,11 @@ def main(argv=None) -> int:
     p.set_defaults(func=cmd_tables)
     p = sub.add_parser("run", help="score an agent, or a trainer's policies, on every task and seed")
     who = p.add_mutually_exclusive_group(required=True)
-    who.add_argument("--agent", help="an agent spec (random, greedy, optimal, expectimax:D, td:PATH, ppo:PATH, "
-                     "package.module:factory)")  # fmt: skip
+    who.add_argument(
+        "--agent",
+        help="an agent spec (random, greedy, optimal, expectimax:D, td:PATH, ppo:PATH, dqn:PATH, sb3:PATH for any "
+        "SB3 or sb3-contrib model, package.module:factory)",
+    )
     who.add_argument("--trainer", help="package.module:function, called as train(task, budget_steps, seed)")
     p.add_argument("--seeds", type=int, default=5, help="runs per task: seeds 0..N-1 (default 5)")
     p.add_argument("--tasks", default=None, help="comma-separated task names (default: all)")

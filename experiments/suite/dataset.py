@@ -42,10 +42,11 @@ import numpy as np
 from tqdm.auto import tqdm
 
 import env2048  # noqa: F401  (registers the task ids)
+from agents.registry import make_policy
 from oracle import Oracle
 from oracle.agent import batch_decider
 
-from .policies import as_policy, load_trainer
+from .policies import load_trainer
 from .runner import train_on_task
 from .scoring import score_policy
 from .tasks import SUITE_VERSION, Task, checked_table, get_task
@@ -158,9 +159,9 @@ def _the_policy(task: Task, policy: str | None, trainer: str | None, seed: int, 
     ``seed``), with the trainer's name, budget, steps and seconds."""
     rows, cols = task.shape
     if trainer is None:
-        return as_policy(policy, rows, cols, seed, oracle), {}
+        return make_policy(policy, rows, cols, seed, oracle), {}
     trained, facts = train_on_task(load_trainer(trainer), task, seed)
-    return as_policy(trained, rows, cols, seed, oracle), {"trainer": trainer, **facts}
+    return make_policy(trained, rows, cols, seed, oracle), {"trainer": trainer, **facts}
 
 
 def random_reference(task: Task, oracle: Oracle, table: Path, digest: str, progress: bool) -> dict:
@@ -173,7 +174,7 @@ def random_reference(task: Task, oracle: Oracle, table: Path, digest: str, progr
         if kept.get("table_digest") == digest:
             return kept
     rows, cols = task.shape
-    result = score_policy(task, oracle, as_policy("random", rows, cols, 0, oracle), 0, progress)
+    result = score_policy(task, oracle, make_policy("random", rows, cols, 0, oracle), 0, progress)
     result["table_digest"] = digest
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(result, indent=1) + "\n")

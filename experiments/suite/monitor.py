@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from agents.registry import make_policy
 from oracle import Oracle
 
-from .policies import as_policy
 from .scoring import score_policy
 from .tasks import Task
 
@@ -50,7 +50,7 @@ class TrainingMonitor:
     def record(self, steps: int, policy) -> None:
         """Score ``policy`` now (``steps`` taken so far) for every checkpoint due; one evaluation serves them all."""
         rows, cols = self.task.shape
-        result = score_policy(self.task, self.oracle, as_policy(policy, rows, cols, self.seed, self.oracle),
+        result = score_policy(self.task, self.oracle, make_policy(policy, rows, cols, self.seed, self.oracle),
                               self.seed, self.progress)  # fmt: skip
         while self.due(steps):
             self.curve.append(_point(self.fractions[len(self.curve)], int(steps), result))

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
+from agents.registry import make_policy
 from oracle import Oracle
 
 from .monitor import TrainingMonitor
-from .policies import as_policy, load_trainer
+from .policies import load_trainer
 from .provenance import provenance
 from .scoring import score_policy
 from .tasks import SUITE_VERSION, Task, checked_table, tasks_named
@@ -140,7 +141,7 @@ def _run_task(out: Path, task: Task, seeds: list[int], agent, train, progress: b
                     monitor = TrainingMonitor(task, oracle, curve, seed, progress) if curve else None
                     policy, facts = train_on_task(train, task, seed, monitor)
                     cell.update(facts)
-                player = as_policy(policy, rows, cols, seed, oracle)
+                player = make_policy(policy, rows, cols, seed, oracle)
                 cell.update(score_policy(task, oracle, player, seed, progress))
                 if monitor is not None:
                     cell.update(monitor.result(cell, cell.get("train_steps")))

@@ -9,6 +9,7 @@ import time
 import numpy as np
 
 from oracle import Oracle
+from oracle.agent import evaluates_exactly as exactly
 
 from .tasks import Task
 
@@ -27,16 +28,11 @@ def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, floa
 
 
 def evaluates_exactly(task: Task, agent) -> bool:
-    """Whether ``agent`` is scored exactly on ``task``: where the task allows it (``task.exact``) and the
-    benchmark's ``--exact auto`` would (small boards always, larger ones for agents that decide cheaply:
-    ``cheap_to_evaluate``, torch modules included), and for SB3 models, which decide in batches.  Deeper search
-    or a plain callable, asked about every reachable state of an endgame, would take hours: those are estimated
-    by Monte Carlo."""
-    from experiments.benchmark import exact_is_cheap
-    from oracle.sb3_policy import SB3Policy
-
+    """Whether ``agent`` (a policy of :mod:`oracle.agent`) is scored exactly on ``task``: where the task allows it
+    (``task.exact``) and :func:`oracle.agent.evaluates_exactly` says so; a ``ValueError`` says what to declare
+    when a policy would be scored exactly but declares neither ``deterministic`` nor ``action_probs``."""
     rows, cols = task.shape
-    return task.exact and (exact_is_cheap(agent, rows * cols) or isinstance(agent, SB3Policy))
+    return exactly(agent, rows * cols, table_allows=task.exact)
 
 
 def score_policy(task: Task, oracle: Oracle, agent, seed: int, progress: bool = False) -> dict:

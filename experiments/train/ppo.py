@@ -13,7 +13,7 @@ at the end ``OUT/model.zip`` and ``OUT/summary.json``: training time and speed, 
 ``--eval-episodes`` games of regret and (unless ``--no-exact``) the exact expected score of the deterministic
 policy (% of optimal).  ``--minutes`` bounds the training time as well as ``--timesteps``.
 
-The model plays in the benchmark as ``ppo:OUT/model.zip`` (see :class:`agents.ppo.PPOAgent`).
+The model plays in the benchmark as ``ppo:OUT/model.zip`` (see :class:`oracle.agent.SB3Policy`).
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 import env2048  # noqa: F401  (registers the environments)
-from agents.ppo import PPOAgent
 from env2048.shape import parse_board
 from experiments.cli import parse_dataclass, write_json
 from experiments.diagnostics.learning_curve import EvalEvery, LearningCurve
+from oracle.agent import as_policy
 
 
 @dataclass
@@ -127,7 +127,7 @@ def train(args: Args) -> dict:
 
         def checkpoint(self) -> None:
             t = time.perf_counter()
-            row = curve.record(PPOAgent(self.model), self.num_timesteps, self.trained_seconds(),
+            row = curve.record(as_policy(self.model), self.num_timesteps, self.trained_seconds(),
                                games=len(self.scores))  # fmt: skip
             self.evaluating += time.perf_counter() - t
             share, ci = row["percent_of_optimal"], row["percent_ci"]
@@ -170,7 +170,7 @@ def train(args: Args) -> dict:
         "model": str(out / "model.zip"),
         "curve": str(curve.path) if curve is not None else None,
     }
-    agent = PPOAgent(model, seed=args.seed)
+    agent = as_policy(model)
     report = oracle.regret(agent, episodes=args.eval_episodes, seed=args.seed)
     summary["regret"] = {k: v for k, v in report.to_dict().items() if not isinstance(v, list)}
     exact_text = ""
