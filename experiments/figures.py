@@ -28,9 +28,9 @@ from tqdm.auto import tqdm
 
 from env2048.kernels import canonical_packed, legal_bits_packed, move_packed
 from env2048.tables import board_tables
+from solver.format import Table
 from solver.provision import cached_table
 from solver.spec import SolveSpec
-from solver.store import Table
 
 #: Two moves whose optimal values differ by less than this many points count as a near tie.
 NEAR_TIE = 1.0

@@ -4,7 +4,7 @@ Below both :mod:`oracle.oracle` and :mod:`oracle.priced_games`.  A batch of boar
 age, so a board's four afterstates live in its own age's layer) and each group is answered by one kernel call
 against that age's layer:
 
-* format v2: the layer's memory-mapped Elias-Fano code and bit-packed values (:mod:`solver.codec`), plus an
+* format v2: the layer's memory-mapped Elias-Fano code and bit-packed values (:mod:`solver.format`), plus an
   in-memory select index of the code's upper bits built when the age is first used;
 * format v1: the layer's sorted afterstate IDs and float64 values, read into memory, binary search.
 
@@ -24,8 +24,8 @@ import numpy as np
 
 from env2048.kernels import canonical_packed
 from env2048.rules import FAILURE, ILLEGAL, SUCCESS, move_outcome
-from solver import codec
 from solver.bits import get_field
+from solver.format import elias_fano, quantise, ranking
 from solver.kernels import TIE_TOLERANCE, ages_of
 from solver.threads import block_kernel, run_blocks
 
@@ -91,15 +91,15 @@ def empty_layer(age: int) -> Layer:
 def layer_value(key, coded, P, half_age, shifts, upper, samples, lower, n, n_bits, low_bits, words, width,
                 is_float, base, ids, vals):  # fmt: skip
     """Stored value of canonical afterstate ``key`` in one layer, NaN if the layer does not hold it.  ``shifts``:
-    the bit shifts of the cells format v2 codes (:class:`solver.codec.RankShape`)."""
+    the bit shifts of the cells format v2 codes (:class:`solver.ranking.RankShape`)."""
     if n == 0:
         return np.nan
     if coded:
-        r = codec.board_rank(codec.compress(key, shifts), half_age, P, shifts.shape[0])
-        i = codec.ef_find(upper, samples, lower, n, n_bits, low_bits, r)
+        r = ranking.board_rank(ranking.compress(key, shifts), half_age, P, shifts.shape[0])
+        i = elias_fano.ef_find(upper, samples, lower, n, n_bits, low_bits, r)
         if i < 0:
             return np.nan
-        return codec.decode_value(get_field(words, i, width), is_float, base)
+        return quantise.decode_value(get_field(words, i, width), is_float, base)
     i = np.searchsorted(ids, key)
     if i < n and ids[i] == key:
         return vals[i]
@@ -191,9 +191,9 @@ def stored_bytes(path) -> int:
 class AgeLayers:
     """Layers of one open table, opened on first use and kept up to ``memory_limit`` bytes (LRU).
 
-    ``table``: an open :func:`solver.store.Table` (v1 or v2); ``verify``: check each v2 age's checksums when it
+    ``table``: an open :func:`solver.format.Table` (v1 or v2); ``verify``: check each v2 age's checksums when it
     is first opened.  A v2 table larger than this machine's RAM is mapped for random access (``MADV_RANDOM``; see
-    :meth:`solver.table_v2.MappedFile.advise_random`).
+    :meth:`solver.format.v2.MappedFile.advise_random`).
     """
 
     def __init__(self, table, memory_limit: int, verify: bool = False):
@@ -209,7 +209,7 @@ class AgeLayers:
         self.max_age = max(self.ages, default=0)
         shape = self.spec.rank_shape
         self.shifts = readonly(shape.shift_array)
-        self.P = readonly(codec.shape_prefix_tables(shape, self.max_age) if self.coded
+        self.P = readonly(ranking.shape_prefix_tables(shape, self.max_age) if self.coded
                           else np.zeros((16, 1, 16, 1), np.uint64))  # fmt: skip
         self._open: OrderedDict[int, tuple[Layer, object]] = OrderedDict()
         self.resident_bytes = 0
@@ -241,9 +241,9 @@ class AgeLayers:
             mapping.advise_random()
         c = self.table.coded_layer(age, verify=self.verify, mapped=mapping)
         upper, lower, words = readonly(c.upper), readonly(c.lower), readonly(c.values)
-        samples = readonly(codec.zero_samples(upper, c.upper_bits))
+        samples = readonly(elias_fano.zero_samples(upper, c.upper_bits))
         layer = Layer(True, age // 2, upper, samples, lower, c.n, c.upper_bits, c.low_bits, words, c.value_bits,
-                      c.value_code == codec.FLOAT_CODE, c.value_base, _NO_IDS, _F64)  # fmt: skip
+                      c.value_code == quantise.FLOAT_CODE, c.value_base, _NO_IDS, _F64)  # fmt: skip
         return layer, mapping
 
     def _drop(self, age: int) -> None:

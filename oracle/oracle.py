@@ -21,9 +21,9 @@ from env2048 import board as B
 from env2048.rules import FIXED_MASK, FIXED_VALUES
 from env2048.shape import ACTION_NAMES, MAX_PACKED_EXPONENT
 from solver import precompile, provision
-from solver.common import tie_tolerance
+from solver.format import Table, TableError
+from solver.format.common import tie_tolerance
 from solver.spec import SolveSpec
-from solver.store import Table, TableError
 
 from .evaluate import evaluate_policy
 from .lookup import NOT_IN_TABLE, AgeLayers, optimal_mask, q_values_block
@@ -87,7 +87,7 @@ class Oracle:
     (format v2: memory-mapped, plus a select index of about 1/32 of its ID code; v1: read into memory) and kept
     while the open layers total at most ``memory_limit`` bytes (least recently used ages are dropped first).
     Values of a v2 table carry its code's error bound (``value_error``); actions whose Q-values differ by less
-    than about twice that bound count as tied (``tie_tolerance``, see :func:`solver.common.tie_tolerance`).
+    than about twice that bound count as tied (``tie_tolerance``, see :func:`solver.format.common.tie_tolerance`).
     """
 
     def __init__(self, table, memory_limit: int | None = None, verify: bool = False, layers=None):

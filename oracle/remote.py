@@ -14,7 +14,7 @@ import json
 import numpy as np
 import urllib3
 
-from solver.common import spec_from_attrs
+from solver.format.common import spec_from_attrs
 
 from . import protocol as P
 

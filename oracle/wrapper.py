@@ -15,7 +15,7 @@ import gymnasium as gym
 import numpy as np
 
 from env2048.env import Game2048Env
-from solver.common import TableError
+from solver.format.common import TableError
 from solver.provision import BUILDABLE, TOO_BIG
 
 from .oracle import Oracle, open_oracle

@@ -32,12 +32,12 @@ from env2048.pattern import builtin_names, load_pattern
 from env2048.shape import parse_board
 
 from .build import build, set_threads
-from .common import table_bytes
 from .convert import convert_table
 from .distributed.session import RayUnavailable
+from .format import Table, TableError, board_text
+from .format.common import table_bytes
 from .forward import run_forward
 from .spec import SPAWN_MODELS, SolveSpec
-from .store import Table, TableError, board_text
 from .verify import verify_table
 from .workdir import WorkDirMismatch
 

@@ -21,14 +21,14 @@ import numpy as np
 
 from env2048.compile_progress import compile_progress
 
-from . import codec, precompile
+from . import precompile
 from .backward import run_backward, solve_states
-from .common import SOLVER_VERSION
 from .derive import derive_states
+from .format import TableWriterV1, elias_fano, quantise, ranking
+from .format.common import SOLVER_VERSION
+from .format.v2 import CodedLayer, TableWriterV2, age_path, decode_boards, encode_boards
 from .forward import canonical_starts, run_forward
 from .spec import SolveSpec
-from .store import TableWriterV1
-from .table_v2 import CodedLayer, TableWriterV2, age_path, decode_boards, encode_boards
 from .workdir import AgeCount, WorkDir
 
 #: Forward layers kept in memory for the backward pass (beyond this they are decoded from the work dir).
@@ -155,8 +155,8 @@ class ForwardLayers:
         states (``kind="states"``), as journalled."""
         upper = self.work.load("forward", age, f"{kind}_upper")
         lower = self.work.load("forward", age, f"{kind}_lower")
-        universe = codec.shape_universe(self.spec.rank_shape, age)
-        return upper, lower, codec.low_bits_for(self.count(age, kind), universe)
+        universe = ranking.shape_universe(self.spec.rank_shape, age)
+        return upper, lower, elias_fano.low_bits_for(self.count(age, kind), universe)
 
     def count(self, age: int, kind: str) -> int:
         """How many afterstates (``kind="ids"``) or states (``"states"``) an age has, as journalled."""
@@ -285,120 +285,171 @@ def _build(spec, out, work_dir, threads, progress, keep_work, format_version, la
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     work = WorkDir(work_dir or out.with_name(out.name + ".work"), spec, SOLVER_VERSION)
-    writer = BackgroundWriter(threads=threads)
-    layers = ForwardLayers(spec, work, set())
-    table = None
+    run = LocalBuild(spec, out, work, threads, format_version, layout, progress)
     try:
         t0 = time.perf_counter()
-        if not work.forward_complete:
-
-            def save_forward(count: AgeCount, states, afterstates) -> None:
-                # the states too: decoding them in the backward pass costs a third of deriving them by spawning
-                for kind, boards in (("ids", afterstates), ("states", states)):
-                    upper, lower, _ = encode_boards(count.age, boards, spec)
-                    work.save("forward", count.age, f"{kind}_upper", upper)
-                    work.save("forward", count.age, f"{kind}_lower", lower)
-                work.record_forward(count)
-
-            def on_age(count: AgeCount, states, afterstates) -> None:
-                layers.held.hold(count.age, states, afterstates)
-                writer.submit(save_forward, count, states, afterstates)
-
-            def load_afterstates(age: int) -> np.ndarray:
-                layers.ages.add(age)
-                return layers.afterstates(age)
-
-            run_forward(spec, on_age=on_age, done=work.forward_counts, load_afterstates=load_afterstates,
-                        progress=progress)  # fmt: skip
-            writer.drain()
-            work.finish_forward()
-        counts = work.forward_counts
-        by_age = {c.age: c for c in counts}
-        layers.ages = set(by_age)
+        run.forward_pass()
         t1 = time.perf_counter()
+        run.open_table()
+        run.copy_solved_ages()
+        run.backward_pass()
+        t2 = time.perf_counter()
+        attrs = run.finish_table()
+        t3 = time.perf_counter()
+    except BaseException:
+        run.abort()
+        raise
+    run.close()
+    if not keep_work:
+        shutil.rmtree(work.path)
+    return BuildReport(out, attrs, t1 - t0, t2 - t1, t3 - t2, threads, run.writer.busy_s)
 
+
+class LocalBuild:
+    """One build on this machine, step by step: the forward pass (its layers kept coded in the work directory),
+    the table opened, the ages an interrupted run solved copied into it, the backward pass (each age written as
+    it is solved, by the background writer), the table finished.  ``abort`` removes a partial table."""
+
+    def __init__(self, spec, out: Path, work: WorkDir, threads: int, format_version: int, layout: str, progress):
+        self.spec, self.out, self.work, self.progress = spec, out, work, progress
+        self.format_version, self.layout = format_version, layout
+        self.writer = BackgroundWriter(threads=threads)
+        self.layers = ForwardLayers(spec, work, set())
+        self.table = None
+
+    # -- forward pass ---------------------------------------------------------------------------------------
+
+    def forward_pass(self) -> None:
+        """Enumerate every age's states and afterstates (unless a run before finished it); then the ages' counts
+        are known."""
+        work, layers = self.work, self.layers
+        if not work.forward_complete:
+            run_forward(self.spec, on_age=self._on_forward_age, done=work.forward_counts,
+                        load_afterstates=self._load_afterstates, progress=self.progress)  # fmt: skip
+            self.writer.drain()
+            work.finish_forward()
+        self.counts = work.forward_counts
+        self.by_age = {c.age: c for c in self.counts}
+        layers.ages = set(self.by_age)
+
+    def _on_forward_age(self, count: AgeCount, states, afterstates) -> None:
+        self.layers.held.hold(count.age, states, afterstates)
+        self.writer.submit(self._save_forward, count, states, afterstates)
+
+    def _save_forward(self, count: AgeCount, states, afterstates) -> None:
+        # the states too: decoding them in the backward pass costs a third of deriving them by spawning
+        for kind, boards in (("ids", afterstates), ("states", states)):
+            upper, lower, _ = encode_boards(count.age, boards, self.spec)
+            self.work.save("forward", count.age, f"{kind}_upper", upper)
+            self.work.save("forward", count.age, f"{kind}_lower", lower)
+        self.work.record_forward(count)
+
+    def _load_afterstates(self, age: int) -> np.ndarray:
+        self.layers.ages.add(age)
+        return self.layers.afterstates(age)
+
+    # -- the table ------------------------------------------------------------------------------------------
+
+    def open_table(self) -> None:
+        """The table writer of the chosen format, and the start states whose values it records."""
+        spec = self.spec
         start_ids, start_probs = canonical_starts(spec)
-        start_ages = {int(a) for a in spec.ages(start_ids)} if start_ids.size else set()
-        if format_version == 1:
-            table = TableWriterV1(out, spec, start_ids, start_probs)
+        self.start_ages = {int(a) for a in spec.ages(start_ids)} if start_ids.size else set()
+        if self.format_version == 1:
+            self.table = TableWriterV1(self.out, spec, start_ids, start_probs)
         else:
-            table = TableWriterV2(out, spec, start_ids, start_probs, layout)
-        value_code = codec.value_code_for(spec.objective)
+            self.table = TableWriterV2(self.out, spec, start_ids, start_probs, self.layout)
+        self.value_code = quantise.value_code_for(spec.objective)
 
-        def write_age(age: int, s_values, best, a_values, values_words=None, code=None) -> None:
-            states, afterstates = layers.layer(age) if (format_version == 1 or age in start_ages) else (None, None)
-            if format_version == 1:
-                layer = {"states": states, "state_values": s_values, "best_actions": best,
-                         "afterstates": afterstates, "afterstate_values": a_values}  # fmt: skip
-                table.write_age(by_age[age], layer)
-                return
-            upper, lower, low_bits = layers.coded(age)
-            if values_words is None:
-                coded = CodedLayer.encode(by_age[age], spec, upper, lower, low_bits, a_values, value_code)
-            else:
-                coded = CodedLayer.from_codes(by_age[age], spec, upper, lower, low_bits, values_words, value_code,
-                                              code["value_bits"], code["value_base"])  # fmt: skip
-            table.write_age(coded, states, s_values)
-            return coded
+    def write_age(self, age: int, s_values, best, a_values, values_words=None, code=None):
+        """Write one solved age into the table; for v2 returns its :class:`CodedLayer` (``values_words`` and
+        ``code``: the value codes an interrupted run already made)."""
+        v1 = self.format_version == 1
+        states, afterstates = self.layers.layer(age) if (v1 or age in self.start_ages) else (None, None)
+        if v1:
+            layer = {"states": states, "state_values": s_values, "best_actions": best,
+                     "afterstates": afterstates, "afterstate_values": a_values}  # fmt: skip
+            self.table.write_age(self.by_age[age], layer)
+            return None
+        upper, lower, low_bits = self.layers.coded(age)
+        count = self.by_age[age]
+        if values_words is None:
+            coded = CodedLayer.encode(count, self.spec, upper, lower, low_bits, a_values, self.value_code)
+        else:
+            coded = CodedLayer.from_codes(count, self.spec, upper, lower, low_bits, values_words, self.value_code,
+                                          code["value_bits"], code["value_base"])  # fmt: skip
+        self.table.write_age(coded, states, s_values)
+        return coded
 
-        def exact_values(age: int) -> np.ndarray:
-            return work.load("backward", age, "exact")
+    def exact_values(self, age: int) -> np.ndarray:
+        return self.work.load("backward", age, "exact")
 
-        def state_values_of(age: int):
-            """State values and best actions of an age solved by an earlier run, from its exact afterstate
-            values (kept in the work directory for the ages a resumed pass needs)."""
-            states, afterstates = layers.layer(age)
-            return solve_states(spec, states, afterstates, exact_values(age))
+    def state_values_of(self, age: int):
+        """State values and best actions of an age solved by an earlier run, from its exact afterstate values
+        (kept in the work directory for the ages a resumed pass needs)."""
+        states, afterstates = self.layers.layer(age)
+        return solve_states(self.spec, states, afterstates, self.exact_values(age))
 
-        done = resumable_ages(work, [c.age for c in counts], start_ages, format_version)
-        for age in sorted(done):  # solved by an interrupted run: copy them into the new table, or keep their files
+    # -- resuming -------------------------------------------------------------------------------------------
+
+    def copy_solved_ages(self) -> None:
+        """The ages an interrupted run solved: copied into the new table, or their files kept (directory)."""
+        work, writer, table, start_ages = self.work, self.writer, self.table, self.start_ages
+        self.done = resumable_ages(work, [c.age for c in self.counts], start_ages, self.format_version)
+        for age in sorted(self.done):
             code = work.backward_code(age)
-            if format_version == 1:
-                writer.submit(write_age, age, *state_values_of(age), exact_values(age))
+            if self.format_version == 1:
+                writer.submit(self.write_age, age, *self.state_values_of(age), self.exact_values(age))
             elif "id_bytes" in code:  # a directory table: the age's file is already in place
-                check_written_age(out, age)
+                check_written_age(self.out, age)
                 writer.submit(table.record_written, age, code["id_bytes"], code["value_bytes"])
                 if age in start_ages:
                     # start ages are the smallest (a few boards): deriving their states again costs nothing
-                    writer.submit(table.starts.take, age, layers.layer(age)[0], state_values_of(age)[0])
+                    writer.submit(table.starts.take, age, self.layers.layer(age)[0], self.state_values_of(age)[0])
             elif age in start_ages:
-                s_values, best = state_values_of(age)
-                writer.submit(write_age, age, s_values, best, None, work.load("backward", age, "values"), code)
+                s_values, best = self.state_values_of(age)
+                writer.submit(self.write_age, age, s_values, best, None, work.load("backward", age, "values"), code)
             else:
-                writer.submit(write_age, age, None, None, None, work.load("backward", age, "values"), code)
+                writer.submit(self.write_age, age, None, None, None, work.load("backward", age, "values"), code)
 
-        checkpoint = Checkpoints(work, start_ages, every_s=None if format_version == 1 else CHECKPOINT_SECONDS)
+    # -- backward pass --------------------------------------------------------------------------------------
 
-        def save_backward(age: int, s_values, best, a_values) -> None:
-            coded = write_age(age, s_values, best, a_values)
-            code = {}
-            if coded is not None:
-                code = {"value_bits": coded.value_bits, "value_base": coded.value_base}
-                if layout == "directory":  # the age's file in the table is its record: no second copy
-                    code.update(id_bytes=int(coded.id_bytes), value_bytes=int(coded.values.nbytes))
-                else:
-                    work.save("backward", age, "values", coded.values)
-            checkpoint.add(age, a_values)
-            work.record_backward(age, code)
-            checkpoint.recorded()
-
-        precompile.wait_for("backward", progress)  # on first use: its kernels compile in a second process
+    def backward_pass(self) -> None:
+        """Solve every age not yet solved, from the oldest down; each is written and journalled as it ends."""
+        every = None if self.format_version == 1 else CHECKPOINT_SECONDS
+        self.checkpoint = Checkpoints(self.work, self.start_ages, every_s=every)
+        precompile.wait_for("backward", self.progress)  # on first use: its kernels compile in a second process
         run_backward(
-            spec, [c.age for c in counts], layers.layer, lambda age: state_values_of(age)[0],
-            lambda *result: writer.submit(save_backward, *result), done=done, progress=progress,
+            self.spec, [c.age for c in self.counts], self.layers.layer, lambda age: self.state_values_of(age)[0],
+            lambda *result: self.writer.submit(self._save_backward, *result), done=self.done, progress=self.progress,
         )  # fmt: skip
-        t2 = time.perf_counter()
-        writer.drain()
-        attrs = table.finish(counts)
-        t3 = time.perf_counter()
-    except BaseException:
-        writer.close()
-        if table is not None:
-            table.abort()
-        work.close()
-        raise
-    writer.close()
-    work.close()
-    if not keep_work:
-        shutil.rmtree(work.path)
-    return BuildReport(out, attrs, t1 - t0, t2 - t1, t3 - t2, threads, writer.busy_s)
+
+    def _save_backward(self, age: int, s_values, best, a_values) -> None:
+        coded = self.write_age(age, s_values, best, a_values)
+        code = {}
+        if coded is not None:
+            code = {"value_bits": coded.value_bits, "value_base": coded.value_base}
+            if self.layout == "directory":  # the age's file in the table is its record: no second copy
+                code.update(id_bytes=int(coded.id_bytes), value_bytes=int(coded.values.nbytes))
+            else:
+                self.work.save("backward", age, "values", coded.values)
+        self.checkpoint.add(age, a_values)
+        self.work.record_backward(age, code)
+        self.checkpoint.recorded()
+
+    # -- the end --------------------------------------------------------------------------------------------
+
+    def finish_table(self) -> dict:
+        """Wait for the writer, write the index and root attributes; the table's attributes."""
+        self.writer.drain()
+        return self.table.finish(self.counts)
+
+    def abort(self) -> None:
+        self.writer.close()
+        if self.table is not None:
+            self.table.abort()
+        self.work.close()
+
+    def close(self) -> None:
+        self.writer.close()
+        self.work.close()

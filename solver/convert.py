@@ -8,10 +8,9 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from . import codec
-from .common import TableError, table_bytes
-from .store import Table
-from .table_v2 import CodedLayer, TableWriterV2, encode_boards
+from .format import Table, quantise
+from .format.common import TableError, table_bytes
+from .format.v2 import CodedLayer, TableWriterV2, encode_boards
 
 
 def convert_table(src: str | os.PathLike, out: str | os.PathLike, layout: str = "file", progress: bool = True) -> dict:
@@ -24,7 +23,7 @@ def convert_table(src: str | os.PathLike, out: str | os.PathLike, layout: str = 
         spec = t.spec
         ids, probs, _ = t.start()
         writer = TableWriterV2(out, spec, ids, probs, layout)
-        code = codec.value_code_for(spec.objective)
+        code = quantise.value_code_for(spec.objective)
         worst_rel = worst_abs = 0.0
         try:
             for c in tqdm(t.counts(), desc=f"convert {spec.board}", unit=" ages", disable=not progress):

@@ -21,8 +21,7 @@ from .threads import block_kernel, run_parallel
 
 #: spawn model codes, in the order of :data:`solver.spec.SPAWN_MODELS`
 RANDOM, ADVERSARIAL, OPTIMISTIC, PESSIMISTIC = 0, 1, 2, 3
-#: relative tolerance under which two actions' values count as tied for "best"
-TIE_TOLERANCE = 1e-12
+from .format.common import TIE_TOLERANCE  # noqa: E402,F401  (re-exported: the kernels' tie rule)
 
 
 @numba.njit(cache=True)

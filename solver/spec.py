@@ -114,9 +114,9 @@ class SolveSpec:
 
     @property
     def rank_shape(self):
-        """What format v2's board ranks code (:class:`solver.codec.RankShape`): every cell, or a pattern's free
+        """What format v2's board ranks code (:class:`solver.format.ranking.RankShape`): every cell, or a pattern's free
         cells."""
-        from .codec import pattern_rank_shape, plain_rank_shape
+        from .format.ranking import pattern_rank_shape, plain_rank_shape
 
         if self.pattern is None:
             return plain_rank_shape(self.rows, self.cols)

@@ -17,8 +17,8 @@ from tqdm.auto import tqdm
 from env2048 import board as B
 from env2048.rules import FAILURE, ILLEGAL, SUCCESS, reference_outcome
 
-from .common import tie_tolerance
-from .store import Table, board_text
+from .format import Table, board_text
+from .format.common import tie_tolerance
 
 #: A recomputed value may differ from the stored one by this much, relative to max(1, |value|) (v1 tables).
 RESIDUAL_TOLERANCE = 1e-9

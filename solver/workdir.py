@@ -35,11 +35,12 @@ from __future__ import annotations
 import json
 import os
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
+from .format.common import AgeCount
 from .spec import SolveSpec
 
 MANIFEST = "manifest.json"
@@ -50,16 +51,6 @@ JOURNAL = "journal.jsonl"
 # recursion depth mismatch" when two threads build ASTs at once (cpython gh-106905), and the build's writer thread
 # loads layers while the main thread does.  One load at a time.
 _NPY_HEADER_LOCK = threading.Lock()
-
-
-@dataclass
-class AgeCount:
-    """Forward-pass counts of one age."""
-
-    age: int
-    states: int
-    afterstates: int
-    terminal: int
 
 
 class WorkDirMismatch(RuntimeError):

@@ -19,8 +19,8 @@ import tempfile
 from pathlib import Path
 
 from solver.build import build
+from solver.format import Table
 from solver.spec import SolveSpec
-from solver.store import Table
 
 GOLDEN_DIR = Path(__file__).with_name("golden")
 

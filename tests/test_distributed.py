@@ -14,13 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solver.build import build
-from solver.common import SOLVER_VERSION
 from solver.distributed.column import ColumnWorker, CrossingMismatch
 from solver.distributed.driver import DEFAULT_SPLIT, DEFAULT_TOLERANCE, LocalWorkers, build_by_material
 from solver.distributed.lookups import joined_parts, lookup_sorted, merge_parts, positions_in
 from solver.distributed.material import PART_SHIFT, UNASSIGNED, Assignment, material_keys, material_of
+from solver.format import Table
+from solver.format.common import SOLVER_VERSION
 from solver.spec import SolveSpec
-from solver.store import Table
 from solver.value_index import build_value_index, find
 from solver.workdir import JOURNAL, WorkDir, WorkDirMismatch, journal_entries, parse_journal
 

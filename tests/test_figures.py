@@ -7,9 +7,9 @@ import pytest
 
 from env2048.tables import board_tables
 from experiments import figures
+from solver.format import Table
 from solver.provision import cached_table
 from solver.spec import SolveSpec
-from solver.store import Table
 
 import naive
 

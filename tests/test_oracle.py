@@ -15,8 +15,8 @@ from oracle import BoardNotInTable, Oracle, RegretReport
 from oracle.agent import as_policy, evaluates_exactly
 from oracle.wrapper import OracleWrapper
 from solver.build import build
+from solver.format import Table, TableError
 from solver.spec import SolveSpec
-from solver.store import Table, TableError
 
 import naive
 from naive_solver import shared_solver
@@ -178,7 +178,7 @@ def test_damaged_v2_tables_name_what_is_wrong(table_2x3, tmp_path):
 
 def test_v1_and_v2_oracles_agree_on_every_2x3_board(table_2x3, table_2x3_v1, reachable_2x3):
     """Same Q-values within the v2 bound; v2's optimal actions contain v1's, and equal them wherever v1's best
-    and second-best Q-values differ by more than 4.5 times the bound (see ``solver.common.tie_tolerance``)."""
+    and second-best Q-values differ by more than 4.5 times the bound (see ``solver.format.common.tie_tolerance``)."""
     ids = reachable_2x3[0]
     v1, v2 = Oracle.open(table_2x3_v1), Oracle.open(table_2x3)
     q1, q2 = v1.q_values(ids), v2.q_values(ids)
@@ -489,3 +489,11 @@ def test_tables_are_provisioned_by_the_solver_and_the_old_names_still_answer():
         assert oracle.BUILDABLE is provision.BUILDABLE
     with pytest.raises(AttributeError):
         oracle_module.no_such_name  # noqa: B018
+
+
+def test_the_sb3_adapter_s_old_path_still_works_with_a_warning():
+    import oracle.agent
+    import oracle.sb3_policy
+
+    with pytest.warns(DeprecationWarning, match="oracle.sb3_policy.SB3Policy moved to oracle.agent.SB3Policy"):
+        assert oracle.sb3_policy.SB3Policy is oracle.agent.SB3Policy

@@ -24,7 +24,7 @@ from agents import GreedyAgent
 from oracle import BoardNotInTable, Oracle
 from oracle.remote import RemoteOracleError
 from oracle.wrapper import make_solved_env
-from solver.store import Table
+from solver.format import Table
 
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")

@@ -18,11 +18,11 @@ import solver.build
 from env2048 import board as B
 from solver.__main__ import main as solver_main
 from solver.build import HeldLayers, build
-from solver.common import SOLVER_VERSION
+from solver.format import Table
+from solver.format.common import SOLVER_VERSION
 from solver.forward import run_forward
 from solver.provision import cached_table
 from solver.spec import SolveSpec
-from solver.store import Table
 from solver.verify import verify_table
 from solver.workdir import WorkDir
 
@@ -357,7 +357,7 @@ def test_verify_passes_then_catches_a_changed_value(all_tables, tmp_path, fmt, d
 def test_verify_recomputes_values(all_tables, tmp_path):
     """A value changed together with its checksum is still caught by the Bellman residuals (v1: raw values;
     v2: every value code shifted, as a bad encoder would)."""
-    from solver.store import sha256_of
+    from solver.format import sha256_of
 
     for fmt, dataset, delta in ((1, "afterstate_values", 0.5), (2, "values", 1 << 20)):
         bad = tmp_path / f"bad{fmt}.h5"

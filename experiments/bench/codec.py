@@ -15,8 +15,8 @@ import time
 
 import numpy as np
 
-from solver import codec
 from solver.build import set_threads
+from solver.format import elias_fano, ranking
 from solver.spec import SolveSpec
 
 
@@ -41,17 +41,17 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     threads = set_threads(args.threads)
     shape = SolveSpec.parse(args.board).rank_shape
-    universe = codec.shape_universe(shape, args.age)
+    universe = ranking.shape_universe(shape, args.age)
     n = min(args.n, universe)
     rng = np.random.default_rng(0)
     drawn = np.empty(0, np.uint64)
     while drawn.size < n:  # duplicates collapse: draw until n distinct ranks are there (n may be the universe)
         drawn = np.union1d(drawn, rng.integers(0, universe, int(n * 1.3) + 64, dtype=np.uint64))
     ranks = np.sort(rng.choice(drawn, n, replace=False)) if drawn.size > n else drawn
-    t_unrank, boards = median_seconds(args.repeats, codec.shape_boards, shape, ranks, args.age)
-    t_rank, again = median_seconds(args.repeats, codec.shape_ranks, shape, boards, args.age)
-    t_encode, (upper, lower, low_bits) = median_seconds(args.repeats, codec.ef_encode, ranks, universe)
-    t_decode, decoded = median_seconds(args.repeats, codec.ef_decode, upper, lower, ranks.size, low_bits)
+    t_unrank, boards = median_seconds(args.repeats, ranking.shape_boards, shape, ranks, args.age)
+    t_rank, again = median_seconds(args.repeats, ranking.shape_ranks, shape, boards, args.age)
+    t_encode, (upper, lower, low_bits) = median_seconds(args.repeats, elias_fano.ef_encode, ranks, universe)
+    t_decode, decoded = median_seconds(args.repeats, elias_fano.ef_decode, upper, lower, ranks.size, low_bits)
     if not (np.array_equal(again, ranks) and np.array_equal(decoded, ranks)):
         raise AssertionError("a round trip did not give the ranks back")
     rates = {step: ranks.size / t for step, t in

@@ -19,7 +19,7 @@ import numpy as np
 
 from agents import GreedyAgent, OptimalAgent, RandomAgent
 from oracle import Oracle
-from solver.store import Table
+from solver.format import Table
 
 
 def main(argv=None) -> None:

@@ -31,7 +31,7 @@ import numpy as np
 
 from experiments.cli import write_json
 from oracle import Oracle
-from solver.store import Table
+from solver.format import Table
 
 
 def start_server(table: str) -> tuple[subprocess.Popen, str]:

@@ -33,7 +33,7 @@ import threading
 import time
 from pathlib import Path
 
-from solver.store import Table
+from solver.format import Table
 
 #: Seconds between two samples of the build's processes' CPU and memory (their ``stat`` files only).
 SAMPLE_EVERY = 0.5

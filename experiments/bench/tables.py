@@ -32,12 +32,12 @@ import numpy as np
 
 from experiments.bench.solver import run_measured
 from oracle import Oracle
-from solver import codec
+from solver import bits
 from solver.build import set_threads
+from solver.format import Table, elias_fano, ranking
+from solver.format.v2 import encode_boards
 from solver.forward import run_forward
 from solver.spec import SolveSpec
-from solver.store import Table
-from solver.table_v2 import encode_boards
 
 #: Published per-age 4x3 state counts ("age count" per line), in ``shared/data`` next to the repository
 #: (``experiments/bench/`` is two levels below the repository's root).
@@ -49,8 +49,8 @@ TIB = 2**40
 
 def ef_bytes(n: int, universe: int) -> int:
     """Bytes of an Elias-Fano code of ``n`` ranks below ``universe`` as format v2 stores it (spare words too)."""
-    L = codec.low_bits_for(n, universe)
-    return 8 * (codec.words_for(codec.upper_bits_for(n, universe, L)) + codec.words_for(n * L))
+    L = elias_fano.low_bits_for(n, universe)
+    return 8 * (bits.words_for(elias_fano.upper_bits_for(n, universe, L)) + bits.words_for(n * L))
 
 
 def bench_3x3(repeats: int) -> dict:
@@ -127,7 +127,7 @@ def bench_4x3(max_age: int) -> dict:
         code_s += time.perf_counter() - t0
         if published.get(count.age) != count.states:
             mismatches.append(count.age)
-        universe = codec.boards_of_age(spec.rows, spec.cols, count.age)
+        universe = ranking.boards_of_age(spec.rows, spec.cols, count.age)
         rows.append((count.age, count.states, count.afterstates, universe, 8 * (upper.nbytes + lower.nbytes)))
 
     t0 = time.perf_counter()
@@ -165,9 +165,9 @@ def project_4x3(measured_ratio: dict[int, float], value_bits: int) -> dict:
     worst = (0.0, 0)
     for age, count in published:
         n = int(round(count * measured.get(int(age), rest_ratio)))
-        b = ef_bytes(n, codec.boards_of_age(4, 3, int(age)))
+        b = ef_bytes(n, ranking.boards_of_age(4, 3, int(age)))
         id_bytes += b
-        value_bytes += 8 * codec.words_for(n * value_bits)
+        value_bytes += 8 * bits.words_for(n * value_bits)
         worst = max(worst, (8 * b / max(n, 1), int(age)))
     total = id_bytes + value_bytes
     out = {"afterstates_per_state_unmeasured_ages": round(rest_ratio, 4), "id_bytes": id_bytes,

@@ -31,8 +31,8 @@ import argparse
 import json
 from pathlib import Path
 
-from solver.common import table_bytes
-from solver.store import Table
+from solver.format import Table
+from solver.format.common import table_bytes
 
 from .critical_path import add_model_args, modelled_load, replay, seconds, summary
 from .material import load_ages

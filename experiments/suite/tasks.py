@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from env2048.pattern import load_pattern
+from solver.format import Table
 from solver.spec import SolveSpec
-from solver.store import Table
 
 SUITE_VERSION = 1
 

@@ -65,12 +65,12 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from .. import codec
 from ..backward import afterstate_values, solve_states
 from ..build import HOLD_BYTES, BackgroundWriter, HeldLayers
+from ..format import elias_fano, quantise, ranking
+from ..format.v2 import CodedLayer, encode_boards, write_age_file
 from ..forward import Pending, expand, merge_unique
 from ..spec import SolveSpec
-from ..table_v2 import CodedLayer, encode_boards, write_age_file
 from ..value_index import ValueIndex, build_value_index, empty_value_index
 from ..workdir import AgeCount, load_array, save_array, work_file
 from .lookups import joined_parts, lookup_sorted, merge_parts, positions_in
@@ -179,14 +179,14 @@ class ColumnWorker:
         """The ranks (``uint64[n]``) of saved sorted boards: sorted too, since ranks order boards as their IDs do."""
         n, low_bits = (int(x) for x in self._load("forward", age, f"{name}_code", worker))
         upper = self._load("forward", age, f"{name}_upper", worker)
-        return codec.ef_decode(upper, self._load("forward", age, f"{name}_lower", worker), n, low_bits)
+        return elias_fano.ef_decode(upper, self._load("forward", age, f"{name}_lower", worker), n, low_bits)
 
     def _load_boards(self, age: int, name: str) -> np.ndarray:
         """This worker's states or afterstates (``name``) of ``age``: held in memory, or decoded."""
         held = self.held.get(age)
         if held is not None:
             return held[0] if name == "states" else held[1]
-        return codec.shape_boards(self.spec.rank_shape, self._load_ranks(age, name), age)
+        return ranking.shape_boards(self.spec.rank_shape, self._load_ranks(age, name), age)
 
     def seed(self, starts: np.ndarray) -> int | None:
         """Take this worker's canonical start states (``uint64``, any ages); returns its first age."""
@@ -503,9 +503,9 @@ class ColumnWorker:
         # merged and coded as ranks: no board is unranked and ranked again (the local build reuses its forward code)
         ranks, values = merge_parts([self._load_ranks(age, "afterstates", w) for w in workers],
                                     [self._load("backward", age, "values", w) for w in workers])  # fmt: skip
-        upper, lower, low_bits = codec.ef_encode(ranks, codec.shape_universe(self.spec.rank_shape, age))
+        upper, lower, low_bits = elias_fano.ef_encode(ranks, ranking.shape_universe(self.spec.rank_shape, age))
         layer = CodedLayer.encode(count, self.spec, upper, lower, low_bits, values,
-                                  codec.value_code_for(self.spec.objective))  # fmt: skip
+                                  quantise.value_code_for(self.spec.objective))  # fmt: skip
         write_age_file(Path(out), layer)
         return {"id_bytes": int(layer.id_bytes), "value_bytes": int(layer.values.nbytes)}
 

@@ -19,10 +19,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..build import HOLD_BYTES, BuildReport
-from ..common import SOLVER_VERSION
+from ..format.common import SOLVER_VERSION
+from ..format.v2 import TableWriterV2
 from ..forward import canonical_starts
 from ..spec import SolveSpec
-from ..table_v2 import TableWriterV2
 from ..workdir import AgeCount, WorkDir, journal_entries, load_array
 from .column import ColumnWorker, part_file
 from .lookups import merge_parts
