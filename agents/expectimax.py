@@ -99,8 +99,29 @@ def _leaf(after, rows, cols, kind, hw, weights, offsets, rows_cells, rows_tuple,
 
 
 @numba.njit(cache=True)
-def _state_value(s, depth, rows, cols, moves, p4, kind, hw, weights, offsets, rows_cells, rows_tuple, layout,
-                 rules, stuck, ckeys, cdepth, cvals, cstamp, gen, q_out):  # fmt: skip
+def _state_value(
+    s,
+    depth,
+    rows,
+    cols,
+    moves,
+    p4,
+    kind,
+    hw,
+    weights,
+    offsets,
+    rows_cells,
+    rows_tuple,
+    layout,
+    rules,
+    stuck,
+    ckeys,
+    cdepth,
+    cvals,
+    cstamp,
+    gen,
+    q_out,
+):
     """``max_a Q_depth(s, a)`` over the moves ``rules`` allow (``stuck`` if none is), caching chance nodes of
     depth >= 1 below this one.
 
@@ -136,12 +157,52 @@ def _state_value(s, depth, rows, cols, moves, p4, kind, hw, weights, offsets, ro
                     if ((after >> np.uint64(4 * c)) & np.uint64(15)) == 0:
                         empty += 1
                         shift = np.uint64(4 * c)
-                        v2 = _state_value(after | (np.uint64(1) << shift), depth - 1, rows, cols, moves, p4, kind,
-                                          hw, weights, offsets, rows_cells, rows_tuple, layout, rules, stuck, ckeys,
-                                          cdepth, cvals, cstamp, gen, q_out[:0])  # fmt: skip
-                        v4 = _state_value(after | (np.uint64(2) << shift), depth - 1, rows, cols, moves, p4, kind,
-                                          hw, weights, offsets, rows_cells, rows_tuple, layout, rules, stuck, ckeys,
-                                          cdepth, cvals, cstamp, gen, q_out[:0])  # fmt: skip
+                        v2 = _state_value(
+                            after | (np.uint64(1) << shift),
+                            depth - 1,
+                            rows,
+                            cols,
+                            moves,
+                            p4,
+                            kind,
+                            hw,
+                            weights,
+                            offsets,
+                            rows_cells,
+                            rows_tuple,
+                            layout,
+                            rules,
+                            stuck,
+                            ckeys,
+                            cdepth,
+                            cvals,
+                            cstamp,
+                            gen,
+                            q_out[:0],
+                        )
+                        v4 = _state_value(
+                            after | (np.uint64(2) << shift),
+                            depth - 1,
+                            rows,
+                            cols,
+                            moves,
+                            p4,
+                            kind,
+                            hw,
+                            weights,
+                            offsets,
+                            rows_cells,
+                            rows_tuple,
+                            layout,
+                            rules,
+                            stuck,
+                            ckeys,
+                            cdepth,
+                            cvals,
+                            cstamp,
+                            gen,
+                            q_out[:0],
+                        )
                         expected += (1.0 - p4) * v2 + p4 * v4
                 expected /= empty  # an afterstate always has an empty cell
                 k = slot
@@ -159,24 +220,105 @@ def _state_value(s, depth, rows, cols, moves, p4, kind, hw, weights, offsets, ro
 
 
 @numba.njit(cache=True)
-def _q_values(s, depth, rows, cols, moves, p4, kind, hw, weights, offsets, rows_cells, rows_tuple, layout,
-              rules, stuck, ckeys, cdepth, cvals, cstamp, gen):  # fmt: skip
+def _q_values(
+    s,
+    depth,
+    rows,
+    cols,
+    moves,
+    p4,
+    kind,
+    hw,
+    weights,
+    offsets,
+    rows_cells,
+    rows_tuple,
+    layout,
+    rules,
+    stuck,
+    ckeys,
+    cdepth,
+    cvals,
+    cstamp,
+    gen,
+):
     """``Q_depth(s, a)`` for the four actions (``-inf`` where not allowed), float64[4]."""
     q = np.full(4, -np.inf)
-    _state_value(s, depth, rows, cols, moves, p4, kind, hw, weights, offsets, rows_cells, rows_tuple, layout, rules,
-                 stuck, ckeys, cdepth, cvals, cstamp, gen, q)  # fmt: skip
+    _state_value(
+        s,
+        depth,
+        rows,
+        cols,
+        moves,
+        p4,
+        kind,
+        hw,
+        weights,
+        offsets,
+        rows_cells,
+        rows_tuple,
+        layout,
+        rules,
+        stuck,
+        ckeys,
+        cdepth,
+        cvals,
+        cstamp,
+        gen,
+        q,
+    )
     return q
 
 
 @numba.njit(cache=True)
-def _decide_many(ids, depth, rows, cols, moves, p4, kind, hw, weights, offsets, rows_cells, rows_tuple, layout,
-                 rules, stuck, ckeys, cdepth, cvals, cstamp, gen):  # fmt: skip
+def _decide_many(
+    ids,
+    depth,
+    rows,
+    cols,
+    moves,
+    p4,
+    kind,
+    hw,
+    weights,
+    offsets,
+    rows_cells,
+    rows_tuple,
+    layout,
+    rules,
+    stuck,
+    ckeys,
+    cdepth,
+    cvals,
+    cstamp,
+    gen,
+):
     """Best action per board (int64[n]; 0 where no move is legal) and the final cache generation."""
     out = np.zeros(ids.shape[0], np.int64)
     for i in range(ids.shape[0]):
         gen += 1
-        q = _q_values(ids[i], depth, rows, cols, moves, p4, kind, hw, weights, offsets, rows_cells, rows_tuple,
-                      layout, rules, stuck, ckeys, cdepth, cvals, cstamp, gen)  # fmt: skip
+        q = _q_values(
+            ids[i],
+            depth,
+            rows,
+            cols,
+            moves,
+            p4,
+            kind,
+            hw,
+            weights,
+            offsets,
+            rows_cells,
+            rows_tuple,
+            layout,
+            rules,
+            stuck,
+            ckeys,
+            cdepth,
+            cvals,
+            cstamp,
+            gen,
+        )
         best = 0
         for a in range(1, 4):
             if q[a] > q[best]:
@@ -201,9 +343,18 @@ class ExpectimaxAgent(Agent):
     symmetric = True
     deterministic = True
 
-    def __init__(self, rows: int = 4, cols: int = 4, depth: int = 2, evaluator="heuristic",
-                 heuristic=DEFAULT_HEURISTIC, p4: float = 0.1, cache_size: int = 1 << 16, seed: int = 0,
-                 rules=None):  # fmt: skip
+    def __init__(
+        self,
+        rows: int = 4,
+        cols: int = 4,
+        depth: int = 2,
+        evaluator="heuristic",
+        heuristic=DEFAULT_HEURISTIC,
+        p4: float = 0.1,
+        cache_size: int = 1 << 16,
+        seed: int = 0,
+        rules=None,
+    ):
         check_packable(rows, cols)
         if isinstance(depth, bool) or not isinstance(depth, int | np.integer) or not 1 <= depth <= MAX_DEPTH:
             raise ValueError(f"depth must be an int in [1, {MAX_DEPTH}], got {depth!r}")
@@ -239,8 +390,21 @@ class ExpectimaxAgent(Agent):
 
     def _args(self):
         n = self.network
-        return (self.rows, self.cols, self._moves, self.p4, self.kind, self.heuristic, n.weights, n.offsets,
-                n.rows_cells, n.rows_tuple, n.layout, self.rules, self.stuck)  # fmt: skip
+        return (
+            self.rows,
+            self.cols,
+            self._moves,
+            self.p4,
+            self.kind,
+            self.heuristic,
+            n.weights,
+            n.offsets,
+            n.rows_cells,
+            n.rows_tuple,
+            n.layout,
+            self.rules,
+            self.stuck,
+        )
 
     def _cache(self):
         return self._ckeys, self._cdepth, self._cvals, self._cstamp
@@ -248,8 +412,9 @@ class ExpectimaxAgent(Agent):
     def q_values(self, board) -> np.ndarray:
         """``Q_depth(board, a)`` for the four actions (``-inf`` where illegal): float64[4]."""
         self._gen += 1
-        return _q_values(np.uint64(B.pack(np.asarray(board, np.uint8))), self.depth, *self._args(), *self._cache(),
-                         self._gen)  # fmt: skip
+        return _q_values(
+            np.uint64(B.pack(np.asarray(board, np.uint8))), self.depth, *self._args(), *self._cache(), self._gen
+        )
 
     def act_batch(self, boards, masks):
         boards = np.asarray(boards)

@@ -94,8 +94,18 @@ def weighted_mse(agent: NTupleAgent, ids, targets, sample_weights=None) -> float
     return float(np.average(err, weights=sample_weights))
 
 
-def fit_values(agent: NTupleAgent, ids, targets, epochs: int = 8, alpha: float = 0.5, decay: float = 0.6,
-               sample_weights=None, seed: int = 0, progress: bool = True, on_epoch=None) -> list[FitEpoch]:  # fmt: skip
+def fit_values(
+    agent: NTupleAgent,
+    ids,
+    targets,
+    epochs: int = 8,
+    alpha: float = 0.5,
+    decay: float = 0.6,
+    sample_weights=None,
+    seed: int = 0,
+    progress: bool = True,
+    on_epoch=None,
+) -> list[FitEpoch]:
     """Fit ``agent``'s weights to ``targets`` (``float64[n]``) on afterstates ``ids`` (``uint64[n]``, packed).
 
     Epoch ``e`` uses the step size ``alpha * decay**e`` (in (0, 1]: the fraction of the error removed per

@@ -42,8 +42,11 @@ class Labelled:
         return int(self.ids.size)
 
     def __add__(self, other: Labelled) -> Labelled:
-        return Labelled(np.concatenate([self.ids, other.ids]), np.concatenate([self.legal, other.legal]),
-                        np.concatenate([self.optimal, other.optimal]))  # fmt: skip
+        return Labelled(
+            np.concatenate([self.ids, other.ids]),
+            np.concatenate([self.legal, other.legal]),
+            np.concatenate([self.optimal, other.optimal]),
+        )
 
     def first(self, n: int) -> Labelled:
         return Labelled(self.ids[:n], self.legal[:n], self.optimal[:n])
@@ -56,8 +59,9 @@ def label(oracle, ids: np.ndarray) -> Labelled:
     return Labelled(ids, ~np.isnan(q), oracle.optimal_mask(q))
 
 
-def collect_states(oracle, policy, n: int, seed: int, num_envs: int = 8, expert_fraction: float = 0.0,
-                   expert=None) -> tuple[Labelled, int]:  # fmt: skip
+def collect_states(
+    oracle, policy, n: int, seed: int, num_envs: int = 8, expert_fraction: float = 0.0, expert=None
+) -> tuple[Labelled, int]:
     """Play ``policy`` (any agent) in ``num_envs`` games at once until ``n`` boards with a legal move have been
     met; returns them labelled by the oracle, and the env steps taken.  Few games at once, so that the boards
     come from whole games rather than from the openings of many.  With ``expert_fraction`` β > 0 each move
@@ -134,15 +138,16 @@ def _ranking_pass(ids, optimal, order, alpha, margin, T, weights, offsets, rows_
             if violation <= 0:
                 continue
             total += violation
-            _nlms_step(afters[best], v_best + violation / 2, alpha, weights, offsets, rows_cells, rows_tuple,
-                       layout, slots)  # fmt: skip
-            _nlms_step(afters[a], v_a - violation / 2, alpha, weights, offsets, rows_cells, rows_tuple, layout,
-                       slots)  # fmt: skip
+            _nlms_step(
+                afters[best], v_best + violation / 2, alpha, weights, offsets, rows_cells, rows_tuple, layout, slots
+            )
+            _nlms_step(afters[a], v_a - violation / 2, alpha, weights, offsets, rows_cells, rows_tuple, layout, slots)
     return total / max(order.shape[0], 1)
 
 
-def fit_ntuple_actions(agent: NTupleAgent, data: Labelled, epochs: int = 4, alpha: float = 0.5,
-                       margin: float = 1.0, seed: int = 0) -> list[float]:  # fmt: skip
+def fit_ntuple_actions(
+    agent: NTupleAgent, data: Labelled, epochs: int = 4, alpha: float = 0.5, margin: float = 1.0, seed: int = 0
+) -> list[float]:
     """Fit ``agent`` so that its greedy move is optimal on ``data`` (see :func:`_ranking_pass`); ``margin`` in
     value units (points for the score objective).  Returns the mean hinge loss of each epoch."""
     if epochs < 1 or not 0 < alpha <= 1 or margin < 0:
@@ -185,8 +190,7 @@ def _pair_pass(ids, optimal, worse, order, alpha, margin, T, weights, offsets, r
         if violation <= 0:
             continue
         total += violation
-        _nlms_step(best_after, best_v + violation / 2, alpha, weights, offsets, rows_cells, rows_tuple, layout,
-                   slots)  # fmt: skip
+        _nlms_step(best_after, best_v + violation / 2, alpha, weights, offsets, rows_cells, rows_tuple, layout, slots)
         _nlms_step(after, v_a - violation / 2, alpha, weights, offsets, rows_cells, rows_tuple, layout, slots)
     return total / max(order.shape[0], 1)
 
@@ -213,8 +217,12 @@ class RankingPairs:
         worse = ~np.isnan(q) & ~optimal
         board, move = np.nonzero(worse)
         gap = np.nanmax(q[board], axis=1) - q[board, move]
-        return cls(np.ascontiguousarray(ids[board], np.uint64), np.ascontiguousarray(optimal[board]),
-                   move.astype(np.int8), mass[board] * gap)  # fmt: skip
+        return cls(
+            np.ascontiguousarray(ids[board], np.uint64),
+            np.ascontiguousarray(optimal[board]),
+            move.astype(np.int8),
+            mass[board] * gap,
+        )
 
     @classmethod
     def concat(cls, parts: list[RankingPairs]) -> RankingPairs:
@@ -227,15 +235,24 @@ class RankingPairs:
         return RankingPairs.concat([self, other])
 
 
-def fit_ntuple_pairs(agent: NTupleAgent, pairs: RankingPairs, samples: int, epochs: int = 1, alpha: float = 0.5,
-                     margin: float = 1.0, seed: int = 0) -> list[float]:  # fmt: skip
+def fit_ntuple_pairs(
+    agent: NTupleAgent,
+    pairs: RankingPairs,
+    samples: int,
+    epochs: int = 1,
+    alpha: float = 0.5,
+    margin: float = 1.0,
+    seed: int = 0,
+) -> list[float]:
     """Decision-aware fit: each epoch draws ``samples`` pairs with probability proportional to their weight (with
     replacement) and takes the ranking-hinge step of :func:`_pair_pass` on each.  Weighted by visit probability ×
     regret, the expected hinge bounds the policy's loss against the optimum (V* − V^π = Σ_s d^π(s) · regret(s,
     π(s)), the performance-difference identity).  Returns the mean hinge loss of each epoch."""
     if epochs < 1 or samples < 1 or not 0 < alpha <= 1 or margin < 0:
-        raise ValueError(f"need epochs >= 1, samples >= 1, alpha in (0, 1] and margin >= 0, got {epochs}, "
-                         f"{samples}, {alpha}, {margin}")  # fmt: skip
+        raise ValueError(
+            f"need epochs >= 1, samples >= 1, alpha in (0, 1] and margin >= 0, got {epochs}, "
+            f"{samples}, {alpha}, {margin}"
+        )
     if len(pairs) == 0 or pairs.weight.sum() <= 0:
         raise ValueError("no pair with a positive weight to fit (is the policy already optimal?)")
     T = board_tables(agent.rows, agent.cols)
@@ -286,12 +303,24 @@ def make_policy_net(rows: int, cols: int, kind: str = "mlp", hidden: int = 256):
 
     channels = rows * cols + 2
     if kind == "mlp":
-        return nn.Sequential(nn.Flatten(), nn.Linear(channels * rows * cols, hidden), nn.ReLU(),
-                             nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 4))  # fmt: skip
+        return nn.Sequential(
+            nn.Flatten(),
+            nn.Linear(channels * rows * cols, hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, 4),
+        )
     if kind == "cnn":
         c1, c2 = max(8, hidden // 4), max(16, hidden // 2)
-        return nn.Sequential(nn.Conv2d(channels, c1, 2), nn.ReLU(), nn.Conv2d(c1, c2, 2, padding=1), nn.ReLU(),
-                             nn.Flatten(), nn.Linear(c2 * rows * cols, 4))  # fmt: skip
+        return nn.Sequential(
+            nn.Conv2d(channels, c1, 2),
+            nn.ReLU(),
+            nn.Conv2d(c1, c2, 2, padding=1),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(c2 * rows * cols, 4),
+        )
     raise ValueError(f"kind must be 'mlp' or 'cnn', got {kind!r}")
 
 
@@ -338,8 +367,16 @@ class PolicyNetAgent(Agent):
     def save(self, path) -> None:
         import torch
 
-        torch.save({"state_dict": self.net.state_dict(), "rows": self.rows, "cols": self.cols, "kind": self.kind,
-                    "hidden": self.hidden}, str(path))  # fmt: skip
+        torch.save(
+            {
+                "state_dict": self.net.state_dict(),
+                "rows": self.rows,
+                "cols": self.cols,
+                "kind": self.kind,
+                "hidden": self.hidden,
+            },
+            str(path),
+        )
 
     @classmethod
     def load(cls, path) -> PolicyNetAgent:
@@ -351,8 +388,9 @@ class PolicyNetAgent(Agent):
         return agent
 
 
-def fit_policy_net(agent: PolicyNetAgent, data: Labelled, epochs: int = 5, lr: float = 1e-3, batch: int = 512,
-                   seed: int = 0) -> list[float]:  # fmt: skip
+def fit_policy_net(
+    agent: PolicyNetAgent, data: Labelled, epochs: int = 5, lr: float = 1e-3, batch: int = 512, seed: int = 0
+) -> list[float]:
     """Train by cross-entropy toward the set of optimal moves: loss = −log Σ_{a optimal} softmax(logits over the
     legal moves)_a, on canonical boards.  Returns the mean loss of each epoch."""
     import torch

@@ -211,8 +211,23 @@ def _spawn_packed(b, cells, p4, key):
 
 
 @numba.njit(cache=True)
-def train_episodes(n_episodes, T, p4, alpha, key, weights, offsets, rows_cells, rows_tuple, layout, learn,
-                   coherence_e, coherence_a, trace_boards, trace_actions):  # fmt: skip
+def train_episodes(
+    n_episodes,
+    T,
+    p4,
+    alpha,
+    key,
+    weights,
+    offsets,
+    rows_cells,
+    rows_tuple,
+    layout,
+    learn,
+    coherence_e,
+    coherence_a,
+    trace_boards,
+    trace_actions,
+):
     """Play ``n_episodes`` greedy games, learning by afterstate TD(0) if ``learn``; with temporal coherence when
     ``coherence_e`` / ``coherence_a`` (float32, one entry per weight) are non-empty.  Move k of the round (board
     before it, action) goes to ``trace_boards[k]`` (uint64) and ``trace_actions[k]`` (int8) while k is within
@@ -245,8 +260,18 @@ def train_episodes(n_episodes, T, p4, alpha, key, weights, offsets, rows_cells, 
                 target = r2 + v2 if a2 >= 0 else 0.0
                 if coherence_e.shape[0]:
                     v = evaluate_afterstate(after, weights, offsets, rows_cells, rows_tuple, layout)
-                    _update_tc(after, target - v, alpha, weights, coherence_e, coherence_a, offsets, rows_cells,
-                               rows_tuple, layout)  # fmt: skip
+                    _update_tc(
+                        after,
+                        target - v,
+                        alpha,
+                        weights,
+                        coherence_e,
+                        coherence_a,
+                        offsets,
+                        rows_cells,
+                        rows_tuple,
+                        layout,
+                    )
                 else:
                     _td_update(after, target, alpha, weights, offsets, rows_cells, rows_tuple, layout)
             a, r, after = a2, r2, after2
@@ -258,8 +283,21 @@ def train_episodes(n_episodes, T, p4, alpha, key, weights, offsets, rows_cells, 
 
 
 @numba.njit(cache=True, parallel=True)
-def train_episodes_parallel(episodes_per_thread, T, p4, alpha, keys, weights, offsets, rows_cells, rows_tuple,
-                            layout, learn, coherence_e, coherence_a):  # fmt: skip
+def train_episodes_parallel(
+    episodes_per_thread,
+    T,
+    p4,
+    alpha,
+    keys,
+    weights,
+    offsets,
+    rows_cells,
+    rows_tuple,
+    layout,
+    learn,
+    coherence_e,
+    coherence_a,
+):
     """:func:`train_episodes` on ``len(keys)`` threads at once, all updating the same ``weights`` without locks
     ("Hogwild": a rare lost update among millions does not matter to TD, and the order of updates is not
     reproducible).  Thread ``t`` plays ``episodes_per_thread[t]`` games from ``keys[t]`` (updated in place).
@@ -272,9 +310,23 @@ def train_episodes_parallel(episodes_per_thread, T, p4, alpha, keys, weights, of
     n_moves = np.zeros(starts[-1], np.int64)
     top = np.zeros(starts[-1], np.int64)
     for t in numba.prange(n_threads):
-        s, m, x, key = train_episodes(episodes_per_thread[t], T, p4, alpha, keys[t], weights, offsets, rows_cells,
-                                      rows_tuple, layout, learn, coherence_e, coherence_a, np.zeros(0, np.uint64),
-                                      np.zeros(0, np.int8))  # fmt: skip
+        s, m, x, key = train_episodes(
+            episodes_per_thread[t],
+            T,
+            p4,
+            alpha,
+            keys[t],
+            weights,
+            offsets,
+            rows_cells,
+            rows_tuple,
+            layout,
+            learn,
+            coherence_e,
+            coherence_a,
+            np.zeros(0, np.uint64),
+            np.zeros(0, np.int8),
+        )
         keys[t] = key
         scores[starts[t] : starts[t + 1]] = s
         n_moves[starts[t] : starts[t + 1]] = m
@@ -288,8 +340,9 @@ def _act_many(ids, allowed, T, weights, offsets, rows_cells, rows_tuple, layout)
     (bit a set: action a allowed)."""
     out = np.zeros(ids.shape[0], np.int64)
     for i in range(ids.shape[0]):
-        a, _, _, _ = _best_move(ids[i], T.rows, T.cols, T.moves, weights, offsets, rows_cells, rows_tuple, layout,
-                                allowed[i])  # fmt: skip
+        a, _, _, _ = _best_move(
+            ids[i], T.rows, T.cols, T.moves, weights, offsets, rows_cells, rows_tuple, layout, allowed[i]
+        )
         out[i] = max(a, 0)
     return out
 
@@ -307,8 +360,10 @@ def trace_buffers(episodes: int) -> tuple[np.ndarray, np.ndarray]:
 def traced(boards: np.ndarray, actions: np.ndarray, moves: int) -> tuple[np.ndarray, np.ndarray]:
     """The first ``moves`` entries of filled trace buffers; an error if the round played more than they hold."""
     if moves > boards.shape[0]:
-        raise RuntimeError(f"the round played {moves:,} moves, more than the trace holds ({boards.shape[0]:,}: "
-                           f"{TRACE_MOVES_PER_GAME} a game); trace fewer games a round")  # fmt: skip
+        raise RuntimeError(
+            f"the round played {moves:,} moves, more than the trace holds ({boards.shape[0]:,}: "
+            f"{TRACE_MOVES_PER_GAME} a game); trace fewer games a round"
+        )
     return boards[:moves].copy(), actions[:moves].copy()
 
 
@@ -348,9 +403,19 @@ class NTupleAgent(Agent):
     deterministic = True
     cheap_to_evaluate = True
 
-    def __init__(self, rows: int = 4, cols: int = 4, tuples=None, alpha: float = 0.1, init: float = 0.0,
-                 p4: float = 0.1, seed: int = 0, tc: bool = False, stages: int | None = None,
-                 stage_shift: int | None = None):  # fmt: skip
+    def __init__(
+        self,
+        rows: int = 4,
+        cols: int = 4,
+        tuples=None,
+        alpha: float = 0.1,
+        init: float = 0.0,
+        p4: float = 0.1,
+        seed: int = 0,
+        tc: bool = False,
+        stages: int | None = None,
+        stage_shift: int | None = None,
+    ):
         check_packable(rows, cols)
         self.rows, self.cols, self.p4 = rows, cols, float(B.check_p4(p4))
         tuples = DEFAULT_TUPLES.get((rows, cols)) if tuples is None else tuples
@@ -411,9 +476,19 @@ class NTupleAgent(Agent):
         alpha = self.alpha / self.rows_cells.shape[0]
         boards, actions = trace_buffers(episodes if trace else 0)
         if threads == 1:
-            scores, moves, top, key = train_episodes(int(episodes), self._T, self.p4, alpha, self.key, *self._args(),
-                                                     learn, self.coherence_e, self.coherence_a, boards,
-                                                     actions)  # fmt: skip
+            scores, moves, top, key = train_episodes(
+                int(episodes),
+                self._T,
+                self.p4,
+                alpha,
+                self.key,
+                *self._args(),
+                learn,
+                self.coherence_e,
+                self.coherence_a,
+                boards,
+                actions,
+            )
             self.key = np.uint64(key)  # numba hands a uint64 back as a Python int; keep the generator state unsigned
         else:
             per = np.full(threads, episodes // threads, np.int64)
@@ -421,8 +496,9 @@ class NTupleAgent(Agent):
             keys = np.array([self.key], np.uint64) + np.arange(1, threads + 1, dtype=np.uint64) * np.uint64(
                 0x9E3779B97F4A7C15
             )  # distinct SplitMix64 streams, one per thread
-            scores, moves, top = train_episodes_parallel(per, self._T, self.p4, alpha, keys, *self._args(), learn,
-                                                         self.coherence_e, self.coherence_a)  # fmt: skip
+            scores, moves, top = train_episodes_parallel(
+                per, self._T, self.p4, alpha, keys, *self._args(), learn, self.coherence_e, self.coherence_a
+            )
             self.key = np.uint64(keys[-1])
         dt = time.perf_counter() - t
         counts = {int(1 << k): int((top >= k).sum()) for k in np.unique(top)}
@@ -444,17 +520,35 @@ class NTupleAgent(Agent):
     def save(self, path) -> None:
         """Weights, tuples, settings, the generator state and (with ``tc``) the coherence accumulators, as ``.npz``:
         a loaded agent plays and trains on exactly as this one would."""
-        np.savez(path, weights=self.weights, tuples=np.array(self.tuples, dtype=object), rows=self.rows,
-                 cols=self.cols, alpha=self.alpha, p4=self.p4, key=self.key, stages=self.stages,
-                 stage_shift=self.stage_shift, tc=self.tc, coherence_e=self.coherence_e,
-                 coherence_a=self.coherence_a)  # fmt: skip
+        np.savez(
+            path,
+            weights=self.weights,
+            tuples=np.array(self.tuples, dtype=object),
+            rows=self.rows,
+            cols=self.cols,
+            alpha=self.alpha,
+            p4=self.p4,
+            key=self.key,
+            stages=self.stages,
+            stage_shift=self.stage_shift,
+            tc=self.tc,
+            coherence_e=self.coherence_e,
+            coherence_a=self.coherence_a,
+        )
 
     @classmethod
     def load(cls, path) -> NTupleAgent:
         data = np.load(path, allow_pickle=True)
-        agent = cls(int(data["rows"]), int(data["cols"]), [list(t) for t in data["tuples"]],
-                    alpha=float(data["alpha"]), p4=float(data["p4"]), stages=int(data.get("stages", 1)),
-                    stage_shift=int(data.get("stage_shift", 8)), tc=bool(data.get("tc", False)))  # fmt: skip
+        agent = cls(
+            int(data["rows"]),
+            int(data["cols"]),
+            [list(t) for t in data["tuples"]],
+            alpha=float(data["alpha"]),
+            p4=float(data["p4"]),
+            stages=int(data.get("stages", 1)),
+            stage_shift=int(data.get("stage_shift", 8)),
+            tc=bool(data.get("tc", False)),
+        )
         if data["weights"].shape != agent.weights.shape:
             raise ValueError(f"{path}: {data['weights'].shape[0]} weights, the tuples need {agent.weights.shape[0]}")
         agent.weights = data["weights"].astype(np.float32)

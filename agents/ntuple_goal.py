@@ -44,8 +44,23 @@ def best_move_rules(b, rows, cols, moves, rules, weights, offsets, rows_cells, r
 
 
 @numba.njit(cache=True)
-def train_success_episodes(n_episodes, T, rules, empty_board, p4, alpha, key, weights, offsets, rows_cells,
-                           rows_tuple, layout, learn, trace_boards, trace_actions):  # fmt: skip
+def train_success_episodes(
+    n_episodes,
+    T,
+    rules,
+    empty_board,
+    p4,
+    alpha,
+    key,
+    weights,
+    offsets,
+    rows_cells,
+    rows_tuple,
+    layout,
+    learn,
+    trace_boards,
+    trace_actions,
+):
     """Play ``n_episodes`` greedy games of ``rules`` from ``empty_board`` plus two spawns, learning by afterstate
     TD(0) if ``learn``; the moves are traced as in :func:`agents.ntuple.train_episodes`.  Returns ``(won int64[n]
     (1 = success), moves int64[n], key)``; ``weights`` is updated in place."""
@@ -57,8 +72,9 @@ def train_success_episodes(n_episodes, T, rules, empty_board, p4, alpha, key, we
     for ep in range(n_episodes):
         b, key = _spawn_packed(empty_board, cells, p4, key)
         b, key = _spawn_packed(b, cells, p4, key)
-        a, outcome, after, _ = best_move_rules(b, rows, cols, moves, rules, weights, offsets, rows_cells,
-                                               rows_tuple, layout)  # fmt: skip
+        a, outcome, after, _ = best_move_rules(
+            b, rows, cols, moves, rules, weights, offsets, rows_cells, rows_tuple, layout
+        )
         while a >= 0:
             if k < trace_boards.shape[0]:
                 trace_boards[k] = b
@@ -69,8 +85,9 @@ def train_success_episodes(n_episodes, T, rules, empty_board, p4, alpha, key, we
                 won[ep] = outcome == SUCCESS
                 break
             b, key = _spawn_packed(after, cells, p4, key)
-            a2, outcome2, after2, worth2 = best_move_rules(b, rows, cols, moves, rules, weights, offsets, rows_cells,
-                                                           rows_tuple, layout)  # fmt: skip
+            a2, outcome2, after2, worth2 = best_move_rules(
+                b, rows, cols, moves, rules, weights, offsets, rows_cells, rows_tuple, layout
+            )
             if learn:
                 _td_update(after, worth2 if a2 >= 0 else 0.0, alpha, weights, offsets, rows_cells, rows_tuple, layout)
             a, outcome, after = a2, outcome2, after2
@@ -82,8 +99,9 @@ def _act_many_rules(ids, allowed, T, rules, weights, offsets, rows_cells, rows_t
     """Greedy actions ``int64[n]`` for packed boards ``ids uint64[n]``, each among its ``allowed int64[n]``."""
     out = np.zeros(ids.shape[0], np.int64)
     for i in range(ids.shape[0]):
-        a, _, _, _ = best_move_rules(ids[i], T.rows, T.cols, T.moves, rules, weights, offsets, rows_cells,
-                                     rows_tuple, layout, allowed[i])  # fmt: skip
+        a, _, _, _ = best_move_rules(
+            ids[i], T.rows, T.cols, T.moves, rules, weights, offsets, rows_cells, rows_tuple, layout, allowed[i]
+        )
         out[i] = max(a, 0)
     return out
 
@@ -98,12 +116,29 @@ class GoalNTupleAgent(NTupleAgent):
 
     name = "ntuple-goal"
 
-    def __init__(self, spec, tuples=None, alpha: float = 0.1, init: float = 1.0, seed: int = 0,
-                 stages: int | None = None, stage_shift: int | None = None):  # fmt: skip
+    def __init__(
+        self,
+        spec,
+        tuples=None,
+        alpha: float = 0.1,
+        init: float = 1.0,
+        seed: int = 0,
+        stages: int | None = None,
+        stage_shift: int | None = None,
+    ):
         if spec.pattern is None and spec.target_exponent is None:
             raise ValueError(f"{spec.describe()} is played for its score: use agents.ntuple.NTupleAgent")
-        super().__init__(spec.rows, spec.cols, tuples, alpha=alpha, init=init, p4=spec.p4, seed=seed, stages=stages,
-                         stage_shift=stage_shift)  # fmt: skip
+        super().__init__(
+            spec.rows,
+            spec.cols,
+            tuples,
+            alpha=alpha,
+            init=init,
+            p4=spec.p4,
+            seed=seed,
+            stages=stages,
+            stage_shift=stage_shift,
+        )
         self.spec = spec
         self.rules = spec.rules
         self.empty_board = np.uint64(spec.empty_board)
@@ -115,13 +150,24 @@ class GoalNTupleAgent(NTupleAgent):
             raise ValueError(f"GoalNTupleAgent trains on one thread (reproducible from the seed), got {threads}")
         start = time.perf_counter()
         boards, actions = trace_buffers(episodes if trace else 0)
-        won, moves, key = train_success_episodes(int(episodes), self._T, self.rules, self.empty_board, self.p4,
-                                                 self.alpha / self.rows_cells.shape[0], self.key, *self._args(),
-                                                 learn, boards, actions)  # fmt: skip
+        won, moves, key = train_success_episodes(
+            int(episodes),
+            self._T,
+            self.rules,
+            self.empty_board,
+            self.p4,
+            self.alpha / self.rows_cells.shape[0],
+            self.key,
+            *self._args(),
+            learn,
+            boards,
+            actions,
+        )
         self.key = np.uint64(key)
         seconds = time.perf_counter() - start
-        stats = TrainStats(int(episodes), int(moves.sum()), seconds, float(won.mean()) if episodes else 0.0,
-                           {"won": int(won.sum())})  # fmt: skip
+        stats = TrainStats(
+            int(episodes), int(moves.sum()), seconds, float(won.mean()) if episodes else 0.0, {"won": int(won.sum())}
+        )
         if trace:
             stats.boards, stats.actions = traced(boards, actions, stats.moves)
         return stats

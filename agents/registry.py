@@ -74,8 +74,14 @@ def make_agent(spec: str, rows: int, cols: int, seed: int = 0, oracle=None):
             raise ValueError(f"agent {spec!r}: write expectimax:D with D in 1..{MAX_DEPTH}, optionally :PATH")
         evaluator = _network(path, spec, rows, cols) if path else "heuristic"
         pattern = getattr(getattr(oracle, "spec", None), "pattern", None)
-        agent = ExpectimaxAgent(rows, cols, depth=int(depth), evaluator=evaluator, seed=seed,
-                                rules=None if pattern is None else pattern.rules)  # fmt: skip
+        agent = ExpectimaxAgent(
+            rows,
+            cols,
+            depth=int(depth),
+            evaluator=evaluator,
+            seed=seed,
+            rules=None if pattern is None else pattern.rules,
+        )
         agent.name = spec if not path else f"expectimax:{depth}:td"
         return agent
     if name == "td":

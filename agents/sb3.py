@@ -64,8 +64,9 @@ def load_model(path, algorithms: tuple[str, ...] = ALGORITHMS):
     return algorithm_class(name).load(str(path), device="cpu")
 
 
-def load_policy(path, rows: int | None = None, cols: int | None = None,
-                algorithms: tuple[str, ...] = ALGORITHMS) -> SB3Policy:  # fmt: skip
+def load_policy(
+    path, rows: int | None = None, cols: int | None = None, algorithms: tuple[str, ...] = ALGORITHMS
+) -> SB3Policy:
     """The policy of the model at ``path``; with ``rows`` and ``cols`` a model of another board is refused with a
     message that names both."""
     from oracle.agent import as_policy

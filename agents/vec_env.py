@@ -45,14 +45,24 @@ class Game2048SB3VecEnv(VecEnv):
     :data:`REWARDS`; ``p4``, ``goal_tile`` and ``invalid_action`` as in :class:`~env2048.env.Game2048Env`.
     """
 
-    def __init__(self, num_envs: int, rows: int = 3, cols: int = 3, p4: float = 0.1, goal_tile: int | None = None,
-                 obs_mode: str = "onehot", reward: str = "score", invalid_action: str = "noop"):  # fmt: skip
+    def __init__(
+        self,
+        num_envs: int,
+        rows: int = 3,
+        cols: int = 3,
+        p4: float = 0.1,
+        goal_tile: int | None = None,
+        obs_mode: str = "onehot",
+        reward: str = "score",
+        invalid_action: str = "noop",
+    ):
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
         if reward == "goal" and goal_tile is None:
             raise ValueError("reward='goal' needs a goal_tile (the tile whose making earns 1)")
-        self.game = Game2048VectorEnv(num_envs, rows, cols, p4=p4, goal_tile=goal_tile,
-                                      invalid_action=invalid_action, obs_mode=obs_mode)  # fmt: skip
+        self.game = Game2048VectorEnv(
+            num_envs, rows, cols, p4=p4, goal_tile=goal_tile, invalid_action=invalid_action, obs_mode=obs_mode
+        )
         self.rows, self.cols, self.reward_mode, self.goal_tile = rows, cols, reward, goal_tile
         self.render_mode = None
         super().__init__(num_envs, self.game.single_observation_space, self.game.single_action_space)
@@ -87,10 +97,13 @@ class Game2048SB3VecEnv(VecEnv):
             for i in np.flatnonzero(done):
                 infos[i] = {
                     "terminal_observation": obs[i].copy(),
-                    "episode": {"r": float(info["score"][i]), "l": int(info["moves"][i]),
-                                "t": round(now - self._started[i], 6)},
+                    "episode": {
+                        "r": float(info["score"][i]),
+                        "l": int(info["moves"][i]),
+                        "t": round(now - self._started[i], 6),
+                    },
                     "TimeLimit.truncated": bool(truncated[i] and not terminated[i]),
-                }  # fmt: skip
+                }
                 self._started[i] = now
             obs, _ = self.game.reset_done(done)
         return obs, reward, done, infos

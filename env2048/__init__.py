@@ -102,8 +102,11 @@ for _id, _kwargs in REGISTERED_IDS.items():
 
 #: The tasks of the Solved2048 suite (experiments.suite, docs/suite.md) that no id above names: goal games and 4x4
 #: endgames, each with its table built on first use.  id -> the task's name.
-SUITE_IDS = {"Solved2048-3x3-512-v1": "3x3-512", "Solved2048-4x3-128-v1": "4x3-128",
-             **{f"Endgame2048-{name}-256-v1": f"{name}-256" for name in ("L3", "442", "t")}}  # fmt: skip
+SUITE_IDS = {
+    "Solved2048-3x3-512-v1": "3x3-512",
+    "Solved2048-4x3-128-v1": "4x3-128",
+    **{f"Endgame2048-{name}-256-v1": f"{name}-256" for name in ("L3", "442", "t")},
+}
 
 
 def _endgame_time_limit(pattern: str, target: int) -> int:
@@ -131,8 +134,10 @@ warnings.filterwarnings("ignore", message=r".*Using the latest versioned environ
 
 #: Endgame patterns (docs/endgame.md): "Endgame2048-v0" takes ``pattern`` (a built-in name, a JSON file or a
 #: Pattern), ``target`` and optionally ``oracle_table``; the named ids fix a built-in pattern and default to T = 512.
-ENDGAME_IDS = {"Endgame2048-v0": {}, **{f"Endgame2048-{name}-v0": {"pattern": name, "target": 512}
-                                       for name in builtin_names()}}  # fmt: skip
+ENDGAME_IDS = {
+    "Endgame2048-v0": {},
+    **{f"Endgame2048-{name}-v0": {"pattern": name, "target": 512} for name in builtin_names()},
+}
 for _id, _kwargs in ENDGAME_IDS.items():
     if _id not in registry:
         # Endgame2048-v0's limit is its default game's, L3 at 512: give max_episode_steps to gym.make with a

@@ -77,8 +77,15 @@ class Endgame2048Env(gym.Env):
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
-    def __init__(self, pattern: str | Pattern | dict = "L3", target: int | None = None, oracle=None,
-                 p4: float | None = None, invalid_action: str = "noop", render_mode: str | None = None):  # fmt: skip
+    def __init__(
+        self,
+        pattern: str | Pattern | dict = "L3",
+        target: int | None = None,
+        oracle=None,
+        p4: float | None = None,
+        invalid_action: str = "noop",
+        render_mode: str | None = None,
+    ):
         self.pattern = load_pattern(pattern, target)
         p = self.pattern
         self.rows, self.cols = p.rows, p.cols
@@ -101,8 +108,10 @@ class Endgame2048Env(gym.Env):
             theirs = oracle.spec.pattern
             if theirs is None or theirs.rules.tolist() != p.rules.tolist() or oracle.spec.p4 != self.p4:
                 found = theirs.describe() if theirs is not None else oracle.spec.describe()
-                raise ValueError(f"the oracle's table {oracle.path} solves {found} (p4={oracle.spec.p4:g}), not "
-                                 f"{p.describe()} (p4={self.p4:g})")  # fmt: skip
+                raise ValueError(
+                    f"the oracle's table {oracle.path} solves {found} (p4={oracle.spec.p4:g}), not "
+                    f"{p.describe()} (p4={self.p4:g})"
+                )
         self._board = np.uint64(0)
         self._over, self._started = False, False
         self._moves = self._illegal = 0
@@ -189,8 +198,14 @@ class Endgame2048Env(gym.Env):
 
     def _info(self, outcome: str | None, afterstate: np.ndarray | None = None) -> dict:
         age = int(B.age(self._board, self.rows, self.cols)) - self.pattern.age_offset
-        info = {"action_mask": self._mask(), "moves": self._moves, "illegal_moves": self._illegal, "outcome": outcome,
-                "score": self._score, "age": age}  # fmt: skip
+        info = {
+            "action_mask": self._mask(),
+            "moves": self._moves,
+            "illegal_moves": self._illegal,
+            "outcome": outcome,
+            "score": self._score,
+            "age": age,
+        }
         if afterstate is not None:
             info["afterstate"] = afterstate
         if self.oracle is not None and outcome is None:

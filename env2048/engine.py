@@ -115,9 +115,28 @@ def step_kernel(board, rows, cols, action, p4, key, lines):
 
 
 def _vector_step(
-    boards, actions, rows, cols, p4, keys, goal_exponent, invalid_mode, needs_reset,
-    score, moves, illegal, obs, after, mask, reward, terminated, after_valid, max_exp, age, lines,
-):  # fmt: skip
+    boards,
+    actions,
+    rows,
+    cols,
+    p4,
+    keys,
+    goal_exponent,
+    invalid_mode,
+    needs_reset,
+    score,
+    moves,
+    illegal,
+    obs,
+    after,
+    mask,
+    reward,
+    terminated,
+    after_valid,
+    max_exp,
+    age,
+    lines,
+):
     """Step every env at once (NEXT_STEP autoreset), in place on the state arrays.
 
     State (updated): ``boards uint8[n, cells]``, ``keys uint64[n]``, ``needs_reset bool[n]``, ``score``,

@@ -75,8 +75,10 @@ class Pattern:
             raise PatternError(f"a pattern is a JSON object with rows, cols, grid and target, got {kind}")
         unknown = set(data) - {"rows", "cols", "grid", "target", "p4", "success", "cap", "precedence", "name"}
         if unknown:
-            raise PatternError(f"unknown pattern keys {sorted(unknown)}; allowed: rows, cols, grid, target, p4, "
-                               "success, cap, precedence, name")  # fmt: skip
+            raise PatternError(
+                f"unknown pattern keys {sorted(unknown)}; allowed: rows, cols, grid, target, p4, "
+                "success, cap, precedence, name"
+            )
         for key in ("rows", "cols", "grid", "target"):
             if key not in data:
                 raise PatternError(f"the pattern has no {key!r}")
@@ -111,8 +113,18 @@ class Pattern:
             from .board import check_p4
 
             p4 = check_p4(p4)
-        return cls(rows, cols, tuple(sorted(fixed.items())), target, conditions, cap, precedence == "success", p4,
-                   str(data.get("name", name)), data)  # fmt: skip
+        return cls(
+            rows,
+            cols,
+            tuple(sorted(fixed.items())),
+            target,
+            conditions,
+            cap,
+            precedence == "success",
+            p4,
+            str(data.get("name", name)),
+            data,
+        )
 
     # ------------------------------------------------------------------ derived
 
@@ -177,8 +189,9 @@ class Pattern:
             grid.append(" ".join(tokens))
         out = {"name": self.name, "rows": self.rows, "cols": self.cols, "grid": grid, "target": self.target_tile}
         if not single:
-            out["success"] = [[[cell // self.cols, cell % self.cols, 1 << e] for cell, e in alt]
-                              for alt in self.conditions]  # fmt: skip
+            out["success"] = [
+                [[cell // self.cols, cell % self.cols, 1 << e] for cell, e in alt] for alt in self.conditions
+            ]
         if self.cap != self.target:
             out["cap"] = 1 << self.cap
         if not self.success_first:

@@ -11,21 +11,35 @@ _BACKGROUND = (0xBB, 0xAD, 0xA0)
 _EMPTY = (0xCD, 0xC1, 0xB4)
 # The usual 2048 palette, by exponent (2 -> 1, ..., 2048 -> 11); bigger tiles share the last colour.
 _TILE = [
-    (0xEE, 0xE4, 0xDA), (0xED, 0xE0, 0xC8), (0xF2, 0xB1, 0x79), (0xF5, 0x95, 0x63), (0xF6, 0x7C, 0x5F),
-    (0xF6, 0x5E, 0x3B), (0xED, 0xCF, 0x72), (0xED, 0xCC, 0x61), (0xED, 0xC8, 0x50), (0xED, 0xC5, 0x3F),
-    (0xED, 0xC2, 0x2E), (0x3C, 0x3A, 0x32),
-]  # fmt: skip
+    (0xEE, 0xE4, 0xDA),
+    (0xED, 0xE0, 0xC8),
+    (0xF2, 0xB1, 0x79),
+    (0xF5, 0x95, 0x63),
+    (0xF6, 0x7C, 0x5F),
+    (0xF6, 0x5E, 0x3B),
+    (0xED, 0xCF, 0x72),
+    (0xED, 0xCC, 0x61),
+    (0xED, 0xC8, 0x50),
+    (0xED, 0xC5, 0x3F),
+    (0xED, 0xC2, 0x2E),
+    (0x3C, 0x3A, 0x32),
+]
 _DARK_TEXT = (0x77, 0x6E, 0x65)
 _LIGHT_TEXT = (0xF9, 0xF6, 0xF2)
 
 # 3x5 pixel digits ("#" = ink).
 _GLYPHS = {
-    "0": ["###", "# #", "# #", "# #", "###"], "1": [" # ", "## ", " # ", " # ", "###"],
-    "2": ["###", "  #", "###", "#  ", "###"], "3": ["###", "  #", "###", "  #", "###"],
-    "4": ["# #", "# #", "###", "  #", "  #"], "5": ["###", "#  ", "###", "  #", "###"],
-    "6": ["###", "#  ", "###", "# #", "###"], "7": ["###", "  #", "  #", "  #", "  #"],
-    "8": ["###", "# #", "###", "# #", "###"], "9": ["###", "# #", "###", "  #", "###"],
-}  # fmt: skip
+    "0": ["###", "# #", "# #", "# #", "###"],
+    "1": [" # ", "## ", " # ", " # ", "###"],
+    "2": ["###", "  #", "###", "#  ", "###"],
+    "3": ["###", "  #", "###", "  #", "###"],
+    "4": ["# #", "# #", "###", "  #", "  #"],
+    "5": ["###", "#  ", "###", "  #", "###"],
+    "6": ["###", "#  ", "###", "# #", "###"],
+    "7": ["###", "  #", "  #", "  #", "  #"],
+    "8": ["###", "# #", "###", "# #", "###"],
+    "9": ["###", "# #", "###", "  #", "###"],
+}
 _GLYPH_BITS = {d: np.array([[ch == "#" for ch in row] for row in rows], dtype=bool) for d, rows in _GLYPHS.items()}
 
 
@@ -38,9 +52,12 @@ def palette_hex() -> dict:
         return "#" + "".join(f"{v:02x}" for v in rgb)
 
     return {
-        "background": css(_BACKGROUND), "empty": css(_EMPTY), "tiles": [css(c) for c in _TILE],
-        "dark_text": css(_DARK_TEXT), "light_text": css(_LIGHT_TEXT),
-    }  # fmt: skip
+        "background": css(_BACKGROUND),
+        "empty": css(_EMPTY),
+        "tiles": [css(c) for c in _TILE],
+        "dark_text": css(_DARK_TEXT),
+        "light_text": css(_LIGHT_TEXT),
+    }
 
 
 def render_ansi(board: np.ndarray) -> str:

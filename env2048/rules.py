@@ -42,8 +42,14 @@ _ZERO = np.uint64(0)
 _ONE = np.uint64(1)
 
 
-def make_rules(cells: int, fixed: dict[int, int], cap: int, conditions: list[dict[int, int]],
-               success_first: bool = True, at_least: tuple[list[int], int] | None = None) -> np.ndarray:  # fmt: skip
+def make_rules(
+    cells: int,
+    fixed: dict[int, int],
+    cap: int,
+    conditions: list[dict[int, int]],
+    success_first: bool = True,
+    at_least: tuple[list[int], int] | None = None,
+) -> np.ndarray:
     """The rules array (read-only ``uint64[8 + 2k]``) of a board of ``cells`` cells: ``fixed`` maps cell -> exponent,
     ``conditions`` are the success conditions (each maps cell -> exponent; all of one must hold), ``cap`` the
     largest exponent allowed on a free cell, ``at_least = (cells, e)`` a success when any of those cells holds an
@@ -51,8 +57,16 @@ def make_rules(cells: int, fixed: dict[int, int], cap: int, conditions: list[dic
     all_cells = (1 << (4 * cells)) - 1 if cells < 16 else (1 << 64) - 1
     fixed_mask = sum(15 << (4 * c) for c in fixed)
     at_cells, at_exponent = at_least if at_least is not None else ([], 1)
-    rules = [fixed_mask, sum(e << (4 * c) for c, e in fixed.items()), all_cells & ~fixed_mask, cap,
-             int(success_first), sum(15 << (4 * c) for c in at_cells), at_exponent, len(conditions)]  # fmt: skip
+    rules = [
+        fixed_mask,
+        sum(e << (4 * c) for c, e in fixed.items()),
+        all_cells & ~fixed_mask,
+        cap,
+        int(success_first),
+        sum(15 << (4 * c) for c in at_cells),
+        at_exponent,
+        len(conditions),
+    ]
     for cond in conditions:
         rules += [sum(15 << (4 * c) for c in cond), sum(e << (4 * c) for c, e in cond.items())]
     out = np.array(rules, np.uint64)

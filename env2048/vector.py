@@ -138,9 +138,21 @@ class Game2048VectorEnv(VectorEnv):
         max_exp = self._boards.max(axis=1).astype(np.int64)
         age = np.where(self._boards > 0, np.left_shift(1, self._boards.astype(np.int64)), 0).sum(axis=1)
         self._reset_kernel(
-            self._boards, self.rows, self.cols, self.p4, self._keys,
-            self._score, self._moves, self._illegal, obs, mask, self._needs_reset, max_exp, age, which,
-        )  # fmt: skip
+            self._boards,
+            self.rows,
+            self.cols,
+            self.p4,
+            self._keys,
+            self._score,
+            self._moves,
+            self._illegal,
+            obs,
+            mask,
+            self._needs_reset,
+            max_exp,
+            age,
+            which,
+        )
         self._mask = mask
         self._steps[which] = 0
         return self._observe(obs), self._info(mask, max_exp, age)
@@ -170,10 +182,28 @@ class Game2048VectorEnv(VectorEnv):
         max_exp = np.empty(n, np.int64)
         age = np.empty(n, np.int64)
         self._step_kernel(
-            self._boards, acts, self.rows, self.cols, self.p4, self._keys, self._goal_exponent,
-            self._invalid_mode, self._needs_reset, self._score, self._moves, self._illegal,
-            obs, after, mask, reward, terminated, after_valid, max_exp, age, self._lines,
-        )  # fmt: skip
+            self._boards,
+            acts,
+            self.rows,
+            self.cols,
+            self.p4,
+            self._keys,
+            self._goal_exponent,
+            self._invalid_mode,
+            self._needs_reset,
+            self._score,
+            self._moves,
+            self._illegal,
+            obs,
+            after,
+            mask,
+            reward,
+            terminated,
+            after_valid,
+            max_exp,
+            age,
+            self._lines,
+        )
         self._mask = mask
         self._steps = np.where(starting, 0, self._steps + 1)
         truncated = np.zeros(n, bool)

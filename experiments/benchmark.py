@@ -43,10 +43,22 @@ from .replay.viewer import write_replay_html
 PROTOCOL_VERSION = 2
 #: Scalar columns of the results table, in order (the JSON has these plus ``by_age`` per agent).
 COLUMNS = (
-    "label", "spec", "episodes", "mean_score", "score_ci", "percent_of_optimal", "mean_regret", "regret_ci",
-    "optimal_move_rate", "moves", "exact_value", "exact_percent_of_optimal", "exact_states", "exact_seconds",
+    "label",
+    "spec",
+    "episodes",
+    "mean_score",
+    "score_ci",
+    "percent_of_optimal",
+    "mean_regret",
+    "regret_ci",
+    "optimal_move_rate",
+    "moves",
+    "exact_value",
+    "exact_percent_of_optimal",
+    "exact_states",
+    "exact_seconds",
     "seconds",
-)  # fmt: skip
+)
 
 
 def label_of(spec) -> str:
@@ -66,8 +78,9 @@ def agent_of(spec, oracle: Oracle, seed: int):
     return make_policy(spec, oracle.rows, oracle.cols, seed=seed, oracle=oracle)
 
 
-def run_agent(oracle: Oracle, spec, episodes: int, seed: int, exact: str, progress: bool,
-              keep_actions: bool = False) -> tuple[dict, object]:  # fmt: skip
+def run_agent(
+    oracle: Oracle, spec, episodes: int, seed: int, exact: str, progress: bool, keep_actions: bool = False
+) -> tuple[dict, object]:
     """Benchmark one agent (a spec string, an agent object or an SB3 model): ``(row, RegretReport)``; ``row``
     has :data:`COLUMNS` and ``by_age``."""
     rows, cols = oracle.rows, oracle.cols
@@ -75,24 +88,37 @@ def run_agent(oracle: Oracle, spec, episodes: int, seed: int, exact: str, progre
     start = time.perf_counter()
     report = oracle.regret(agent, episodes=episodes, seed=seed, progress=progress, keep_actions=keep_actions)
     row = {
-        "label": label_of(spec), "spec": spec if isinstance(spec, str) else label_of(spec),
-        "episodes": episodes, "mean_score": report.mean_score,
-        "score_ci": report.score_ci, "percent_of_optimal": report.percent_of_optimal,
-        "mean_regret": report.mean_regret, "regret_ci": report.regret_ci,
-        "optimal_move_rate": report.optimal_move_rate, "moves": report.moves,
-        "exact_value": None, "exact_percent_of_optimal": None, "exact_states": None, "exact_seconds": None,
-    }  # fmt: skip
+        "label": label_of(spec),
+        "spec": spec if isinstance(spec, str) else label_of(spec),
+        "episodes": episodes,
+        "mean_score": report.mean_score,
+        "score_ci": report.score_ci,
+        "percent_of_optimal": report.percent_of_optimal,
+        "mean_regret": report.mean_regret,
+        "regret_ci": report.regret_ci,
+        "optimal_move_rate": report.optimal_move_rate,
+        "moves": report.moves,
+        "exact_value": None,
+        "exact_percent_of_optimal": None,
+        "exact_states": None,
+        "exact_seconds": None,
+    }
     if exact == "always" or (exact == "auto" and evaluates_exactly(agent, rows * cols)):
         agent = agent_of(spec, oracle, seed)  # a spec gets a fresh generator: exact uses action_probs
         ev = oracle.evaluate(agent, progress=progress)
-        row.update(exact_value=ev.value, exact_percent_of_optimal=ev.percent_of_optimal, exact_states=ev.states,
-                   exact_seconds=ev.seconds)  # fmt: skip
+        row.update(
+            exact_value=ev.value,
+            exact_percent_of_optimal=ev.percent_of_optimal,
+            exact_states=ev.states,
+            exact_seconds=ev.seconds,
+        )
     row["seconds"] = time.perf_counter() - start
     row["by_age"] = {
-        "ages": report.ages.tolist(), "visits_per_game": (report.visits / episodes).tolist(),
+        "ages": report.ages.tolist(),
+        "visits_per_game": (report.visits / episodes).tolist(),
         "mean_regret_per_move": report.mean_regret_by_age.tolist(),
         "optimal_move_rate": report.optimal_rate_by_age.tolist(),
-    }  # fmt: skip
+    }
     return row, report
 
 
@@ -177,16 +203,28 @@ def write_replays(oracle: Oracle, report, spec, k: int, path) -> list[int]:
         rank = order.index(i)
         where = {0: "worst", len(order) - 1: "best", (len(order) - 1) // 2: "median"}.get(rank, f"rank {rank + 1}")
         episodes.append(episode)
-        labels.append(f"{where} of {len(order)} by regret: episode {i} (seed {episode.seed}), regret "
-                      f"{episode.total_regret:.2f}, {episode.moves} moves")  # fmt: skip
+        labels.append(
+            f"{where} of {len(order)} by regret: episode {i} (seed {episode.seed}), regret "
+            f"{episode.total_regret:.2f}, {episode.moves} moves"
+        )
     title = f"{oracle.spec.board} {oracle.spec.objective}: {label_of(spec)}, benchmark games"
     write_replay_html(episodes, path, labels, title=title, start_value=oracle.start_value)
     return chosen
 
 
-def run(board: str | None, specs: list, episodes: int = 1000, seed: int = 0, out="results", exact: str = "auto",
-        table=None, progress: bool = True, replays: int = 0, pattern=None,
-        target: int | None = None) -> dict:  # fmt: skip
+def run(
+    board: str | None,
+    specs: list,
+    episodes: int = 1000,
+    seed: int = 0,
+    out="results",
+    exact: str = "auto",
+    table=None,
+    progress: bool = True,
+    replays: int = 0,
+    pattern=None,
+    target: int | None = None,
+) -> dict:
     """Benchmark ``specs`` (spec strings, agent objects or trained SB3 models) on ``board``, or on the endgame
     ``pattern`` (a built-in name, a JSON file or a Pattern; with ``target``) whose ``table`` is given; writes the
     files (see the module docstring) and returns the result.
@@ -219,19 +257,27 @@ def run(board: str | None, specs: list, episodes: int = 1000, seed: int = 0, out
     out_dir = Path(out) / name
     out_dir.mkdir(parents=True, exist_ok=True)
     result = {
-        "protocol_version": PROTOCOL_VERSION, "board": name, "objective": oracle.spec.objective,
-        "p4": oracle.spec.p4, "optimal_value": oracle.start_value, "episodes": episodes, "seed": seed,
-        "table": str(oracle.path), "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "protocol_version": PROTOCOL_VERSION,
+        "board": name,
+        "objective": oracle.spec.objective,
+        "p4": oracle.spec.p4,
+        "optimal_value": oracle.start_value,
+        "episodes": episodes,
+        "seed": seed,
+        "table": str(oracle.path),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()} {platform.system()}, Python {platform.python_version()}",
         "agents": [],
-    }  # fmt: skip
+    }
     for spec in specs:
         row, report = run_agent(oracle, spec, episodes, seed, exact, progress, keep_actions=replays > 0)
         if replays:
             row["replays"] = write_replays(oracle, report, spec, replays, out_dir / f"replay-{row['label']}.html")
         result["agents"].append(row)
-        report.plot(out_dir / f"agent-{row['label']}.png", title=f"{oracle.spec.board}, {row['label']}: optimality "
-                    f"gap by age ({episodes} episodes)")  # fmt: skip
+        report.plot(
+            out_dir / f"agent-{row['label']}.png",
+            title=f"{oracle.spec.board}, {row['label']}: optimality gap by age ({episodes} episodes)",
+        )
         plt.close("all")
         if progress:
             exact_note = "" if row["exact_value"] is None else f"; exact V^pi {row['exact_value']:.2f}"
@@ -251,8 +297,9 @@ def run(board: str | None, specs: list, episodes: int = 1000, seed: int = 0, out
 def pattern_oracle(pattern, table) -> Oracle:
     """The oracle of an endgame pattern's table, checked to solve that pattern."""
     if table is None:
-        raise ValueError(f"{pattern.describe()}: give its table (python -m solver build --pattern ... --out DIR), "
-                         "--table DIR")  # fmt: skip
+        raise ValueError(
+            f"{pattern.describe()}: give its table (python -m solver build --pattern ... --out DIR), --table DIR"
+        )
     oracle = open_oracle(table)
     theirs = oracle.spec.pattern
     if theirs is None or theirs.rules.tolist() != pattern.rules.tolist():
@@ -264,30 +311,56 @@ def pattern_oracle(pattern, table) -> Oracle:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--board", default="3x3", help="a solved board: 2x2, 2x3, 3x2, 2x4, 4x2, 3x3 (built on "
-                        "first use) or any board with --table")  # fmt: skip
+    parser.add_argument(
+        "--board",
+        default="3x3",
+        help="a solved board: 2x2, 2x3, 3x2, 2x4, 4x2, 3x3 (built on first use) or any board with --table",
+    )
     parser.add_argument("--agents", default="random,greedy,expectimax:2", help=f"comma-separated: {USAGE}")
     parser.add_argument("--episodes", type=int, default=1000, help="games per agent (episode i uses seed+i)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="results", help="directory; files go to OUT/BOARD/")
-    parser.add_argument("--exact", choices=("auto", "always", "never"), default="auto",
-                        help="exact V^pi by the oracle: auto = where cheap (see docs/benchmark.md)")  # fmt: skip
+    parser.add_argument(
+        "--exact",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="exact V^pi by the oracle: auto = where cheap (see docs/benchmark.md)",
+    )
     parser.add_argument(
         "--table",
         default=None,
         help="solved table (file or directory) or an oracle server's URL (http://...; default: the cache)",
     )
-    parser.add_argument("--replays", type=int, default=0, help="also write replay-LABEL.html per agent with "
-                        "this many of its games: 1 = the worst by regret, 2 = + the median, 3+ = worst to "
-                        "best")  # fmt: skip
-    parser.add_argument("--pattern", default=None, help="an endgame pattern (built-in name or JSON file) instead "
-                        "of a board; needs --table")  # fmt: skip
+    parser.add_argument(
+        "--replays",
+        type=int,
+        default=0,
+        help="also write replay-LABEL.html per agent with "
+        "this many of its games: 1 = the worst by regret, 2 = + the median, 3+ = worst to "
+        "best",
+    )
+    parser.add_argument(
+        "--pattern",
+        default=None,
+        help="an endgame pattern (built-in name or JSON file) instead of a board; needs --table",
+    )
     parser.add_argument("--target", type=int, default=None, help="the pattern's target tile (e.g. 512)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     specs = [s.strip() for s in args.agents.split(",") if s.strip()]
-    result = run(None if args.pattern else args.board, specs, args.episodes, args.seed, args.out, args.exact,
-                 args.table, not args.quiet, args.replays, args.pattern, args.target)  # fmt: skip
+    result = run(
+        None if args.pattern else args.board,
+        specs,
+        args.episodes,
+        args.seed,
+        args.out,
+        args.exact,
+        args.table,
+        not args.quiet,
+        args.replays,
+        args.pattern,
+        args.target,
+    )
     out_dir = Path(args.out) / result["board"]
     print("\n" + markdown_table(result))
     replays = " and replay-*.html" if args.replays else ""

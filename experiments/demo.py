@@ -33,8 +33,10 @@ def priced_game(seed: int = 0) -> None:
     while not done:
         obs, _, done, _, info = env.step(agent.act(obs, info))
         regret += info["regret"]
-    print(f"a greedy game: {info['moves']} moves, score {info['score']}, max tile {info['max_tile']}; its moves "
-          f"gave away {regret:.2f} points of expected score\n{env.render()}")  # fmt: skip
+    print(
+        f"a greedy game: {info['moves']} moves, score {info['score']}, max tile {info['max_tile']}; its moves "
+        f"gave away {regret:.2f} points of expected score\n{env.render()}"
+    )
 
 
 def main(argv=None) -> None:
@@ -54,8 +56,10 @@ def main(argv=None) -> None:
     result = benchmark.run("3x3", specs, episodes=args.episodes, seed=0, out=out)
     folder = out / result["board"]
     print("\n" + benchmark.markdown_table(result))
-    print(f"results: {folder}/benchmark.md (.csv, .json), {folder}/gap-by-age.png, {folder}/agent-*.png; "
-          f"TD weights {weights}; {time.perf_counter() - start:.0f} s in all")  # fmt: skip
+    print(
+        f"results: {folder}/benchmark.md (.csv, .json), {folder}/gap-by-age.png, {folder}/agent-*.png; "
+        f"TD weights {weights}; {time.perf_counter() - start:.0f} s in all"
+    )
 
 
 if __name__ == "__main__":

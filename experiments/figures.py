@@ -35,9 +35,18 @@ from solver.spec import SolveSpec
 #: Two moves whose optimal values differ by less than this many points count as a near tie.
 NEAR_TIE = 1.0
 FIELDS = (
-    "age", "states", "afterstates", "best_value", "best_value_optimistic", "best_value_pessimistic",
-    "terminal_afterstate_fraction", "terminal_probability", "mean_empty_cells", "mean_gap", "near_tie_fraction",
-)  # fmt: skip
+    "age",
+    "states",
+    "afterstates",
+    "best_value",
+    "best_value_optimistic",
+    "best_value_pessimistic",
+    "terminal_afterstate_fraction",
+    "terminal_probability",
+    "mean_empty_cells",
+    "mean_gap",
+    "near_tie_fraction",
+)
 
 
 @numba.njit(cache=True)
@@ -96,8 +105,11 @@ def layer_statistics(states, afters, after_values, rows, cols, moves, sym_lines,
 def best_values_by_age(path) -> dict[int, float]:
     """The best afterstate value of every age of a table."""
     with Table(path) as table:
-        return {c.age: float(table.layer(c.age, names=("afterstate_values",))["afterstate_values"].max())
-                for c in table.counts() if c.afterstates}  # fmt: skip
+        return {
+            c.age: float(table.layer(c.age, names=("afterstate_values",))["afterstate_values"].max())
+            for c in table.counts()
+            if c.afterstates
+        }
 
 
 def solved_game_by_age(board: str, variants: bool = True, progress: bool = True) -> list[dict]:
@@ -112,20 +124,33 @@ def solved_game_by_age(board: str, variants: bool = True, progress: bool = True)
     with Table(cached_table(spec, progress)) as table:
         for c in tqdm(table.counts(), desc=f"{spec.board} by age", unit=" ages", disable=not progress):
             layer = table.layer(c.age, names=("states", "afterstates", "afterstate_values"))
-            s = layer_statistics(layer["states"], layer["afterstates"], layer["afterstate_values"], spec.rows,
-                                 spec.cols, T.moves, T.sym_lines, T.sym_bytes, spec.p4)  # fmt: skip
+            s = layer_statistics(
+                layer["states"],
+                layer["afterstates"],
+                layer["afterstate_values"],
+                spec.rows,
+                spec.cols,
+                T.moves,
+                T.sym_lines,
+                T.sym_bytes,
+                spec.p4,
+            )
             nan = float("nan")
-            rows.append({
-                "age": c.age, "states": c.states, "afterstates": c.afterstates,
-                "best_value": s[6] if c.afterstates else nan,
-                "best_value_optimistic": extra.get("optimistic", {}).get(c.age, nan),
-                "best_value_pessimistic": extra.get("pessimistic", {}).get(c.age, nan),
-                "terminal_afterstate_fraction": s[4] / c.afterstates if c.afterstates else nan,
-                "terminal_probability": s[5] / c.afterstates if c.afterstates else nan,
-                "mean_empty_cells": s[0] / c.states if c.states else nan,
-                "mean_gap": s[2] / s[1] if s[1] else nan,
-                "near_tie_fraction": s[3] / s[1] if s[1] else nan,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "age": c.age,
+                    "states": c.states,
+                    "afterstates": c.afterstates,
+                    "best_value": s[6] if c.afterstates else nan,
+                    "best_value_optimistic": extra.get("optimistic", {}).get(c.age, nan),
+                    "best_value_pessimistic": extra.get("pessimistic", {}).get(c.age, nan),
+                    "terminal_afterstate_fraction": s[4] / c.afterstates if c.afterstates else nan,
+                    "terminal_probability": s[5] / c.afterstates if c.afterstates else nan,
+                    "mean_empty_cells": s[0] / c.states if c.states else nan,
+                    "mean_gap": s[2] / s[1] if s[1] else nan,
+                    "near_tie_fraction": s[3] / s[1] if s[1] else nan,
+                }
+            )
     return rows
 
 
@@ -154,8 +179,14 @@ def plot_solved_game(board: str, rows: list[dict], path) -> None:
     a = ax[1, 0]
     a.plot(age, col["terminal_afterstate_fraction"], lw=0.8, color="brown", label="a spawn can end the game")
     a.plot(age, col["terminal_probability"], lw=0.8, color="tab:orange", label="mean P(the spawn ends it)")
-    a.plot(age, col["near_tie_fraction"], ":", lw=0.8, color="tab:blue",
-           label=f"states whose 2 best moves differ < {NEAR_TIE:g}")  # fmt: skip
+    a.plot(
+        age,
+        col["near_tie_fraction"],
+        ":",
+        lw=0.8,
+        color="tab:blue",
+        label=f"states whose 2 best moves differ < {NEAR_TIE:g}",
+    )
     a.set_title("fraction of afterstates / states")
     a.set_ylim(0, 1.01)
     a.legend(fontsize=8)
@@ -167,8 +198,13 @@ def plot_solved_game(board: str, rows: list[dict], path) -> None:
     a.set_title("mean gap: best minus the other legal moves")
     a.set_xlabel("age (sum of tiles)")
     ax[2, 1].axis("off")
-    ax[2, 1].text(0.02, 0.5, f"{board}: {int(col['states'].sum()):,} states,\n{int(col['afterstates'].sum()):,} "
-                  f"afterstates, {len(rows)} ages\n(solved by this project's solver)", fontsize=11)  # fmt: skip
+    ax[2, 1].text(
+        0.02,
+        0.5,
+        f"{board}: {int(col['states'].sum()):,} states,\n{int(col['afterstates'].sum()):,} "
+        f"afterstates, {len(rows)} ages\n(solved by this project's solver)",
+        fontsize=11,
+    )
     for a in list(ax.flat)[:5]:
         for k in range(8, 16):  # mark the ages of the large tiles (256 and up)
             if age.size and 2**k <= age.max():

@@ -38,8 +38,9 @@ def oracle_for(board: str = "3x3", objective: str = "score", p4: float = 0.1) ->
     return shared_oracle(board, p4, objective=objective)
 
 
-def regret(agent, board: str = "3x3", episodes: int = 1000, seed: int = 0, objective: str = "score",
-           progress: bool = True) -> RegretReport:  # fmt: skip
+def regret(
+    agent, board: str = "3x3", episodes: int = 1000, seed: int = 0, objective: str = "score", progress: bool = True
+) -> RegretReport:
     """Play ``agent`` on ``board`` and price every move against the optimum (see :mod:`oracle.priced_games`)."""
     return oracle_for(board, objective).regret(agent, episodes=episodes, seed=seed, progress=progress)
 

@@ -14,8 +14,9 @@ from .server import BODY_TIMEOUT, KEEP_ALIVE, MAX_CONNECTIONS
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m oracle", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m oracle", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     s = commands.add_parser("serve", help="answer a table's lookups over HTTP (Oracle.connect is the client)")
     s.add_argument("table", help="a table written by python -m solver build (file or directory)")
@@ -58,8 +59,18 @@ def main(argv=None) -> None:
         parser.error("--max-boards and --max-connections must be at least 1")
     from .server import serve
 
-    serve(args.table, args.host, args.port, args.max_boards, args.body_timeout, args.keep_alive, args.max_connections,
-          args.memory_limit, args.stop_after, args.log_level)  # fmt: skip
+    serve(
+        args.table,
+        args.host,
+        args.port,
+        args.max_boards,
+        args.body_timeout,
+        args.keep_alive,
+        args.max_connections,
+        args.memory_limit,
+        args.stop_after,
+        args.log_level,
+    )
 
 
 if __name__ == "__main__":

@@ -73,8 +73,7 @@ class Episode:
 class EpisodeTrace:
     """Accumulates one game's moves (see :class:`Episode` for the fields)."""
 
-    def __init__(self, board: str, objective: str, seed: int, agent: str, judged: bool, note: str = "",
-                 pattern=None):  # fmt: skip
+    def __init__(self, board: str, objective: str, seed: int, agent: str, judged: bool, note: str = "", pattern=None):
         """``judged``: the moves come with Q-values; otherwise ``note`` says why not.  ``pattern``: the
         :class:`~env2048.pattern.Pattern` the game is played on, or None."""
         self.header = (board, objective, seed, agent)
@@ -84,8 +83,18 @@ class EpisodeTrace:
         self._boards, self._actions, self._rewards, self._spawns = [], [], [], []
         self._legal, self._q, self._optimal, self._regrets = [], [], [], []
 
-    def add(self, board, legal, action: int, reward: float, afterstate, next_board, q=None, optimal=None,
-            regret: float | None = None) -> None:  # fmt: skip
+    def add(
+        self,
+        board,
+        legal,
+        action: int,
+        reward: float,
+        afterstate,
+        next_board,
+        q=None,
+        optimal=None,
+        regret: float | None = None,
+    ) -> None:
         """Record a move from ``board`` (uint8 (rows, cols)); ``afterstate`` is the board after the move, before
         the spawn, ``next_board`` after the spawn."""
         self._boards.append(np.array(board, np.uint8))
@@ -106,15 +115,22 @@ class EpisodeTrace:
             raise ValueError(f"a judged trace has Q-values for {len(self._q)} of its {n} moves")
         board, objective, seed, agent = self.header
         return Episode(
-            board=board, objective=objective, seed=seed, agent=agent,
+            board=board,
+            objective=objective,
+            seed=seed,
+            agent=agent,
             boards=np.stack([*self._boards, np.array(final_board, np.uint8)]),
-            actions=np.array(self._actions, np.int8), rewards=np.array(self._rewards, np.int64),
-            spawns=np.array(self._spawns, np.int16), legal=np.array(self._legal, bool).reshape(n, 4),
+            actions=np.array(self._actions, np.int8),
+            rewards=np.array(self._rewards, np.int64),
+            spawns=np.array(self._spawns, np.int16),
+            legal=np.array(self._legal, bool).reshape(n, 4),
             q_values=np.array(self._q).reshape(n, 4) if judged else None,
             optimal=np.array(self._optimal, bool).reshape(n, 4) if judged else None,
             regrets=np.array(self._regrets, np.float64) if judged else None,
-            outcome=float(outcome), note=self.note, **pattern_fields(self.pattern),
-        )  # fmt: skip
+            outcome=float(outcome),
+            note=self.note,
+            **pattern_fields(self.pattern),
+        )
 
 
 def pattern_fields(pattern) -> dict:
@@ -122,8 +138,7 @@ def pattern_fields(pattern) -> dict:
     if pattern is None:
         return {}
     goal = sorted({cell for condition in pattern.conditions for cell, _ in condition})
-    return {"pattern": pattern.describe(), "fixed_cells": tuple(sorted(pattern.fixed_cells)),
-            "goal_cells": tuple(goal)}  # fmt: skip
+    return {"pattern": pattern.describe(), "fixed_cells": tuple(sorted(pattern.fixed_cells)), "goal_cells": tuple(goal)}
 
 
 def chosen_episodes(regrets: np.ndarray, k: int) -> list[int]:

@@ -218,8 +218,15 @@ def evaluate_policy(oracle, agent, progress: bool = True, batch: int = 1 << 18, 
     bar.close()
     total_gap = float(np.sum(gaps))
     return Evaluation(
-        board=spec.board, objective=spec.objective, value=value, optimal_value=oracle.start_value, gap=total_gap,
-        consistency=abs(oracle.start_value - total_gap - value), states=n_states,
-        seconds=time.perf_counter() - t0, ages=np.array(out_ages), visits=np.array(visits),
+        board=spec.board,
+        objective=spec.objective,
+        value=value,
+        optimal_value=oracle.start_value,
+        gap=total_gap,
+        consistency=abs(oracle.start_value - total_gap - value),
+        states=n_states,
+        seconds=time.perf_counter() - t0,
+        ages=np.array(out_ages),
+        visits=np.array(visits),
         gap_by_age=np.array(gaps),
-    )  # fmt: skip
+    )

@@ -88,8 +88,9 @@ def empty_layer(age: int) -> Layer:
 
 
 @numba.njit(cache=True, inline="always")
-def layer_value(key, coded, P, half_age, shifts, upper, samples, lower, n, n_bits, low_bits, words, width,
-                is_float, base, ids, vals):  # fmt: skip
+def layer_value(
+    key, coded, P, half_age, shifts, upper, samples, lower, n, n_bits, low_bits, words, width, is_float, base, ids, vals
+):
     """Stored value of canonical afterstate ``key`` in one layer, NaN if the layer does not hold it.  ``shifts``:
     the bit shifts of the cells format v2 codes (:class:`solver.ranking.RankShape`)."""
     if n == 0:
@@ -107,9 +108,35 @@ def layer_value(key, coded, P, half_age, shifts, upper, samples, lower, n, n_bit
 
 
 @numba.njit(cache=True, inline="always")
-def _q_one(i, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, rules, score, P, shifts, coded,
-           half_age, upper, samples, lower, n, n_bits, low_bits, words, width, is_float, base, ids,
-           vals):  # fmt: skip
+def _q_one(
+    i,
+    boards,
+    q,
+    status,
+    rows,
+    cols,
+    moves,
+    sym_lines,
+    sym_bytes,
+    rules,
+    score,
+    P,
+    shifts,
+    coded,
+    half_age,
+    upper,
+    samples,
+    lower,
+    n,
+    n_bits,
+    low_bits,
+    words,
+    width,
+    is_float,
+    base,
+    ids,
+    vals,
+):
     b = boards[i]
     for a in range(4):
         after, reward, outcome = move_outcome(b, a, rows, cols, moves, rules)
@@ -124,38 +151,150 @@ def _q_one(i, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, rules,
             q[i, a] = r
             continue
         key = canonical_packed(after, rows, cols, sym_lines, sym_bytes)
-        v = layer_value(key, coded, P, half_age, shifts, upper, samples, lower, n, n_bits, low_bits, words,
-                        width, is_float, base, ids, vals)  # fmt: skip
+        v = layer_value(
+            key,
+            coded,
+            P,
+            half_age,
+            shifts,
+            upper,
+            samples,
+            lower,
+            n,
+            n_bits,
+            low_bits,
+            words,
+            width,
+            is_float,
+            base,
+            ids,
+            vals,
+        )
         if np.isnan(v):
             status[i] = NOT_IN_TABLE
         q[i, a] = r + v
 
 
 @block_kernel
-def q_values_block(lo, hi, sel, boards, q, status, rows, cols, moves, sym_lines, sym_bytes, rules, score, P, shifts,
-                   coded, half_age, upper, samples, lower, n, n_bits, low_bits, words, width, is_float, base, ids,
-                   vals):  # fmt: skip
+def q_values_block(
+    lo,
+    hi,
+    sel,
+    boards,
+    q,
+    status,
+    rows,
+    cols,
+    moves,
+    sym_lines,
+    sym_bytes,
+    rules,
+    score,
+    P,
+    shifts,
+    coded,
+    half_age,
+    upper,
+    samples,
+    lower,
+    n,
+    n_bits,
+    low_bits,
+    words,
+    width,
+    is_float,
+    base,
+    ids,
+    vals,
+):
     """Fill ``q[i]`` (``float64[4]``, NaN for illegal moves) and ``status[i]`` for ``i`` in ``sel[lo:hi]``
     (boards of one age, whose layer the remaining arguments describe; see :class:`Layer`).  ``status`` becomes
     NOT_IN_TABLE when a legal move's afterstate is not stored.  ``rules``: the game's (:mod:`env2048.rules`), a
     move that succeeds is worth 1 (plus its reward if ``score``), one that fails 0."""
     for j in range(lo, hi):
-        _q_one(sel[j], boards, q, status, rows, cols, moves, sym_lines, sym_bytes, rules, score, P, shifts,
-               coded, half_age, upper, samples, lower, n, n_bits, low_bits, words, width, is_float, base, ids,
-               vals)  # fmt: skip
+        _q_one(
+            sel[j],
+            boards,
+            q,
+            status,
+            rows,
+            cols,
+            moves,
+            sym_lines,
+            sym_bytes,
+            rules,
+            score,
+            P,
+            shifts,
+            coded,
+            half_age,
+            upper,
+            samples,
+            lower,
+            n,
+            n_bits,
+            low_bits,
+            words,
+            width,
+            is_float,
+            base,
+            ids,
+            vals,
+        )
 
 
 @block_kernel
-def afterstate_values_block(lo, hi, sel, afters, out, rows, cols, sym_lines, sym_bytes, P, shifts, coded, half_age,
-                            upper, samples, lower, n, n_bits, low_bits, words, width, is_float, base, ids,
-                            vals):  # fmt: skip
+def afterstate_values_block(
+    lo,
+    hi,
+    sel,
+    afters,
+    out,
+    rows,
+    cols,
+    sym_lines,
+    sym_bytes,
+    P,
+    shifts,
+    coded,
+    half_age,
+    upper,
+    samples,
+    lower,
+    n,
+    n_bits,
+    low_bits,
+    words,
+    width,
+    is_float,
+    base,
+    ids,
+    vals,
+):
     """``out[i]`` = stored value of afterstate ``afters[i]`` (any symmetry), NaN if absent, for ``i`` in
     ``sel[lo:hi]``."""
     for j in range(lo, hi):
         i = sel[j]
         key = canonical_packed(afters[i], rows, cols, sym_lines, sym_bytes)
-        out[i] = layer_value(key, coded, P, half_age, shifts, upper, samples, lower, n, n_bits, low_bits, words,
-                             width, is_float, base, ids, vals)  # fmt: skip
+        out[i] = layer_value(
+            key,
+            coded,
+            P,
+            half_age,
+            shifts,
+            upper,
+            samples,
+            lower,
+            n,
+            n_bits,
+            low_bits,
+            words,
+            width,
+            is_float,
+            base,
+            ids,
+            vals,
+        )
 
 
 @numba.njit(cache=True)
@@ -209,8 +348,9 @@ class AgeLayers:
         self.max_age = max(self.ages, default=0)
         shape = self.spec.rank_shape
         self.shifts = readonly(shape.shift_array)
-        self.P = readonly(ranking.shape_prefix_tables(shape, self.max_age) if self.coded
-                          else np.zeros((16, 1, 16, 1), np.uint64))  # fmt: skip
+        self.P = readonly(
+            ranking.shape_prefix_tables(shape, self.max_age) if self.coded else np.zeros((16, 1, 16, 1), np.uint64)
+        )
         self._open: OrderedDict[int, tuple[Layer, object]] = OrderedDict()
         self.resident_bytes = 0
         self.opened = 0
@@ -242,8 +382,22 @@ class AgeLayers:
         c = self.table.coded_layer(age, verify=self.verify, mapped=mapping)
         upper, lower, words = readonly(c.upper), readonly(c.lower), readonly(c.values)
         samples = readonly(elias_fano.zero_samples(upper, c.upper_bits))
-        layer = Layer(True, age // 2, upper, samples, lower, c.n, c.upper_bits, c.low_bits, words, c.value_bits,
-                      c.value_code == quantise.FLOAT_CODE, c.value_base, _NO_IDS, _F64)  # fmt: skip
+        layer = Layer(
+            True,
+            age // 2,
+            upper,
+            samples,
+            lower,
+            c.n,
+            c.upper_bits,
+            c.low_bits,
+            words,
+            c.value_bits,
+            c.value_code == quantise.FLOAT_CODE,
+            c.value_base,
+            _NO_IDS,
+            _F64,
+        )
         return layer, mapping
 
     def _drop(self, age: int) -> None:
@@ -294,10 +448,39 @@ class AgeLayers:
         T, rules, score = self.T, self.rules, self.spec.objective == "score"
 
         def job(sel, L):
-            return q_values_block, sel.shape[0], (
-                sel, ids, q, status, T.rows, T.cols, T.moves, T.sym_lines, T.sym_bytes, rules, score, self.P,
-                self.shifts, L.coded, L.half_age, L.upper, L.samples, L.lower, L.n, L.n_bits, L.low_bits, L.words,
-                L.width, L.is_float, L.base, L.ids, L.vals)  # fmt: skip
+            return (
+                q_values_block,
+                sel.shape[0],
+                (
+                    sel,
+                    ids,
+                    q,
+                    status,
+                    T.rows,
+                    T.cols,
+                    T.moves,
+                    T.sym_lines,
+                    T.sym_bytes,
+                    rules,
+                    score,
+                    self.P,
+                    self.shifts,
+                    L.coded,
+                    L.half_age,
+                    L.upper,
+                    L.samples,
+                    L.lower,
+                    L.n,
+                    L.n_bits,
+                    L.low_bits,
+                    L.words,
+                    L.width,
+                    L.is_float,
+                    L.base,
+                    L.ids,
+                    L.vals,
+                ),
+            )
 
         self._run_by_age(ids, job)
         return q, status
@@ -308,10 +491,35 @@ class AgeLayers:
         T = self.T
 
         def job(sel, L):
-            return afterstate_values_block, sel.shape[0], (
-                sel, ids, out, T.rows, T.cols, T.sym_lines, T.sym_bytes, self.P, self.shifts, L.coded, L.half_age,
-                L.upper, L.samples, L.lower, L.n, L.n_bits, L.low_bits, L.words, L.width, L.is_float, L.base, L.ids,
-                L.vals)  # fmt: skip
+            return (
+                afterstate_values_block,
+                sel.shape[0],
+                (
+                    sel,
+                    ids,
+                    out,
+                    T.rows,
+                    T.cols,
+                    T.sym_lines,
+                    T.sym_bytes,
+                    self.P,
+                    self.shifts,
+                    L.coded,
+                    L.half_age,
+                    L.upper,
+                    L.samples,
+                    L.lower,
+                    L.n,
+                    L.n_bits,
+                    L.low_bits,
+                    L.words,
+                    L.width,
+                    L.is_float,
+                    L.base,
+                    L.ids,
+                    L.vals,
+                ),
+            )
 
         self._run_by_age(ids, job)
         return out

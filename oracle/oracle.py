@@ -104,8 +104,11 @@ class Oracle:
         self.start_ids, self.start_probs, self.start_values = ids, probs, values
         self.start_value = float(table.attrs["start_value"])
         a = table.attrs
-        self.value_error = (0.0, 0.0) if self.format_version == 1 else (
-            float(a["value_error_relative"]), float(a["value_error_absolute"]))  # fmt: skip
+        self.value_error = (
+            (0.0, 0.0)
+            if self.format_version == 1
+            else (float(a["value_error_relative"]), float(a["value_error_absolute"]))
+        )
         self.tie_tolerance = tie_tolerance(a)
 
     @property
@@ -137,14 +140,17 @@ class Oracle:
         SHA-256 (reads the whole table).  ``memory_limit``: bytes of open layers (default
         :data:`DEFAULT_MEMORY_LIMIT`).  A table served over HTTP opens with :meth:`connect`."""
         if is_url(path):
-            raise ValueError(f"{path} is a URL: Oracle.open reads a table on this machine; a table served by "
-                             f"`python -m oracle serve` opens with Oracle.connect({str(path)!r})")  # fmt: skip
+            raise ValueError(
+                f"{path} is a URL: Oracle.open reads a table on this machine; a table served by "
+                f"`python -m oracle serve` opens with Oracle.connect({str(path)!r})"
+            )
         table = Table(path)
         try:
             missing = table.missing_ages()
             if missing:
-                raise TableError(f"{path}: ages {missing[:5]} are in the index but missing from the table "
-                                 f"({len(missing)} in all)")  # fmt: skip
+                raise TableError(
+                    f"{path}: ages {missing[:5]} are in the index but missing from the table ({len(missing)} in all)"
+                )
             if verify:
                 bad = table.bad_checksums()
                 if bad:
@@ -155,8 +161,9 @@ class Oracle:
             raise
 
     @classmethod
-    def connect(cls, url: str, timeout: float = 60.0, retries: int = 3, batch: int = 1 << 18,
-                headers: dict | None = None) -> Oracle:  # fmt: skip
+    def connect(
+        cls, url: str, timeout: float = 60.0, retries: int = 3, batch: int = 1 << 18, headers: dict | None = None
+    ) -> Oracle:
         """The oracle of a table served by ``python -m oracle serve`` at ``url`` (e.g. ``http://127.0.0.1:8000``):
         the same queries as a local oracle, with bit-identical answers and the same errors.  A query of more
         than ``batch`` boards goes as several requests; a request that fails to connect, or meets a 502, 503 or
@@ -175,9 +182,14 @@ class Oracle:
 
     @classmethod
     def for_board(
-        cls, board: str = "3x3", objective: str = "score", p4: float = 0.1, spawn: str = "random",
-        table: str | os.PathLike | None = None, progress: bool = True,
-    ) -> Oracle:  # fmt: skip
+        cls,
+        board: str = "3x3",
+        objective: str = "score",
+        p4: float = 0.1,
+        spawn: str = "random",
+        table: str | os.PathLike | None = None,
+        progress: bool = True,
+    ) -> Oracle:
         """The oracle of a board: from ``table`` if given, else from the cache directory, building the table there
         on first use for the boards of :data:`solver.provision.BUILDABLE` (with a progress bar)."""
         spec = SolveSpec.parse(board, objective, p4, spawn)
@@ -229,8 +241,10 @@ class Oracle:
         return np.asarray(ids, np.uint64), arr.ndim == 3
 
     def _describe(self, board_id) -> str:
-        return "\n" + "\n".join(" ".join(f"{(1 << int(v)) if v else 0:>5}" for v in row)
-                                for row in B.unpack(np.uint64(board_id), self.rows, self.cols))  # fmt: skip
+        return "\n" + "\n".join(
+            " ".join(f"{(1 << int(v)) if v else 0:>5}" for v in row)
+            for row in B.unpack(np.uint64(board_id), self.rows, self.cols)
+        )
 
     def lookup_q(self, board) -> tuple[np.ndarray, np.ndarray]:
         """``(q float64[n, 4], status int8[n])`` of a batch of boards, without raising for boards not in the
@@ -302,12 +316,20 @@ class Oracle:
         missing = np.flatnonzero(np.isnan(out))
         if missing.size:
             i = int(missing[0])
-            raise BoardNotInTable(f"afterstate {int(ids[i]):#x} is not in the {self.spec.describe()} table:"
-                                  f"{self._describe(ids[i])}")  # fmt: skip
+            raise BoardNotInTable(
+                f"afterstate {int(ids[i]):#x} is not in the {self.spec.describe()} table:{self._describe(ids[i])}"
+            )
         return out if batch else float(out[0])
 
-    def regret(self, agent, episodes: int = 1000, seed: int = 0, blunder: float | None = None, progress: bool = True,
-               keep_actions: bool = False):  # fmt: skip
+    def regret(
+        self,
+        agent,
+        episodes: int = 1000,
+        seed: int = 0,
+        blunder: float | None = None,
+        progress: bool = True,
+        keep_actions: bool = False,
+    ):
         """Play ``agent`` and price every move: a :class:`~oracle.priced_games.RegretReport`.  ``keep_actions`` keeps
         every game's moves, from which :func:`~oracle.priced_games.reenact` replays a chosen game."""
         return play_regret(self, agent, episodes, seed, blunder, progress, keep_actions)
@@ -318,6 +340,8 @@ class Oracle:
         return evaluate_policy(self, agent, progress, on_layer=on_layer)
 
     def __repr__(self) -> str:
-        return (f"Oracle({self.spec.describe()}, {self.n_states:,} states, {self.n_afterstates:,} "
-                f"afterstates, V*(start) = {self.start_value:.6f}, table {self.path} "
-                f"(format v{self.format_version}))")  # fmt: skip
+        return (
+            f"Oracle({self.spec.describe()}, {self.n_states:,} states, {self.n_afterstates:,} "
+            f"afterstates, V*(start) = {self.start_value:.6f}, table {self.path} "
+            f"(format v{self.format_version}))"
+        )

@@ -141,8 +141,15 @@ def game_env(spec) -> Game2048Env:
     return Game2048Env(spec.rows, spec.cols, p4=spec.p4, goal_tile=goal, invalid_action="terminate")
 
 
-def play_game(env: Game2048Env, decide, seed: int, oracle=None, stats: _AgeStats | None = None,
-              trace: EpisodeTrace | None = None, actions: list | None = None) -> tuple[float, float]:  # fmt: skip
+def play_game(
+    env: Game2048Env,
+    decide,
+    seed: int,
+    oracle=None,
+    stats: _AgeStats | None = None,
+    trace: EpisodeTrace | None = None,
+    actions: list | None = None,
+) -> tuple[float, float]:
     """Play one game from ``env.reset(seed=seed)`` with ``decide(observation, info) -> action``.
 
     With an ``oracle`` every move is priced (regret = max Q − Q(move), 0 for a move optimal within the tie
@@ -181,8 +188,15 @@ def play_game(env: Game2048Env, decide, seed: int, oracle=None, stats: _AgeStats
     return float(outcome), total
 
 
-def play_regret(oracle, agent, episodes: int = 1000, seed: int = 0, blunder: float | None = None,
-                progress: bool = True, keep_actions: bool = False) -> RegretReport:  # fmt: skip
+def play_regret(
+    oracle,
+    agent,
+    episodes: int = 1000,
+    seed: int = 0,
+    blunder: float | None = None,
+    progress: bool = True,
+    keep_actions: bool = False,
+) -> RegretReport:
     """Play ``agent`` for ``episodes`` games (episode i reset with seed ``seed + i``) and price every move.
 
     ``keep_actions``: keep each game's moves (``report.episode_actions``, one byte per move), from which
@@ -210,17 +224,32 @@ def play_regret(oracle, agent, episodes: int = 1000, seed: int = 0, blunder: flo
     mean_score, score_ci = mean_ci(scores)
     mean_regret, regret_ci = mean_ci(regrets)
     return RegretReport(
-        board=spec.board, objective=spec.objective, episodes=episodes, seed=seed, mean_score=mean_score,
-        score_ci=score_ci, start_value=oracle.start_value, mean_regret=mean_regret, regret_ci=regret_ci,
-        optimal_move_rate=float(stats.optimal.sum() / max(1, stats.visits.sum())), moves=int(stats.visits.sum()),
-        blunder_threshold=threshold, ages=2 * used, visits=visits,
-        mean_regret_by_age=stats.regret[used] / visits, optimal_rate_by_age=stats.optimal[used] / visits,
-        blunders_by_age=stats.blunders[used], episode_scores=scores, episode_regrets=regrets, episode_actions=kept,
-    )  # fmt: skip
+        board=spec.board,
+        objective=spec.objective,
+        episodes=episodes,
+        seed=seed,
+        mean_score=mean_score,
+        score_ci=score_ci,
+        start_value=oracle.start_value,
+        mean_regret=mean_regret,
+        regret_ci=regret_ci,
+        optimal_move_rate=float(stats.optimal.sum() / max(1, stats.visits.sum())),
+        moves=int(stats.visits.sum()),
+        blunder_threshold=threshold,
+        ages=2 * used,
+        visits=visits,
+        mean_regret_by_age=stats.regret[used] / visits,
+        optimal_rate_by_age=stats.optimal[used] / visits,
+        blunders_by_age=stats.blunders[used],
+        episode_scores=scores,
+        episode_regrets=regrets,
+        episode_actions=kept,
+    )
 
 
-def record_episodes(agent, seeds, oracle=None, env: Game2048Env | None = None, agent_name: str = "",
-                    note: str = "") -> list[Episode]:  # fmt: skip
+def record_episodes(
+    agent, seeds, oracle=None, env: Game2048Env | None = None, agent_name: str = "", note: str = ""
+) -> list[Episode]:
     """Play one game per seed and keep every move.  With ``oracle`` its game is played and every move judged;
     else ``env`` (a :class:`Game2048Env`, any shape) is played unjudged and each episode carries ``note``, which
     says why there are no Q-values."""
@@ -238,16 +267,23 @@ def record_episodes(agent, seeds, oracle=None, env: Game2048Env | None = None, a
     decide = single_decider(agent)
     episodes = []
     for seed in seeds:
-        trace = EpisodeTrace(board, objective, int(seed), agent_name, judged=oracle is not None,
-                             note="" if oracle is not None else note,
-                             pattern=getattr(env.unwrapped, "pattern", None))  # fmt: skip
+        trace = EpisodeTrace(
+            board,
+            objective,
+            int(seed),
+            agent_name,
+            judged=oracle is not None,
+            note="" if oracle is not None else note,
+            pattern=getattr(env.unwrapped, "pattern", None),
+        )
         outcome, _ = play_game(env, decide, int(seed), oracle, None, trace)
         episodes.append(trace.finish(env.unwrapped.board, outcome))
     return episodes
 
 
-def reenact(actions, seed: int, oracle=None, env: Game2048Env | None = None, agent_name: str = "",
-            note: str = "") -> Episode:  # fmt: skip
+def reenact(
+    actions, seed: int, oracle=None, env: Game2048Env | None = None, agent_name: str = "", note: str = ""
+) -> Episode:
     """The game of ``seed`` played with the recorded ``actions`` (e.g. ``report.episode_actions[i]`` with seed
     ``report.seed + i``), move by move, as an :class:`Episode` (judged when ``oracle`` is given).  The spawns
     follow from the seed, so this is the same game without needing the agent again."""

@@ -39,8 +39,10 @@ class ProtocolError(ValueError):
 def decode_boards(body: bytes) -> np.ndarray:
     """``uint64[n]`` packed boards of a binary request body."""
     if len(body) % 8:
-        raise ProtocolError(f"the body must be packed boards, 8 bytes each (uint64 little-endian); got {len(body)} "
-                            f"bytes, not a multiple of 8")  # fmt: skip
+        raise ProtocolError(
+            f"the body must be packed boards, 8 bytes each (uint64 little-endian); got {len(body)} "
+            f"bytes, not a multiple of 8"
+        )
     return np.frombuffer(body, "<u8").astype(np.uint64)
 
 

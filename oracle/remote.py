@@ -38,15 +38,24 @@ class RemoteTable:
             self.headers.update(urllib3.util.make_headers(basic_auth=parsed.auth))
         self.url = parsed._replace(auth=None).url.rstrip("/")
         self.path = self.url
-        retry = urllib3.Retry(total=retries, connect=retries, read=retries, status=retries, backoff_factor=0.2,
-                              status_forcelist=(502, 503, 504), allowed_methods=frozenset({"GET", "POST"}),
-                              raise_on_status=False)  # fmt: skip
-        self.http = urllib3.PoolManager(retries=retry, timeout=urllib3.Timeout(connect=min(timeout, 10.0),
-                                                                               read=timeout))  # fmt: skip
+        retry = urllib3.Retry(
+            total=retries,
+            connect=retries,
+            read=retries,
+            status=retries,
+            backoff_factor=0.2,
+            status_forcelist=(502, 503, 504),
+            allowed_methods=frozenset({"GET", "POST"}),
+            raise_on_status=False,
+        )
+        self.http = urllib3.PoolManager(
+            retries=retry, timeout=urllib3.Timeout(connect=min(timeout, 10.0), read=timeout)
+        )
         self.info = json.loads(self.request("GET", "info"))
         if self.info.get("api") != P.API:
-            raise RemoteOracleError(f"{self.url} speaks oracle API {self.info.get('api')!r}; this client speaks "
-                                    f"{P.API!r}")  # fmt: skip
+            raise RemoteOracleError(
+                f"{self.url} speaks oracle API {self.info.get('api')!r}; this client speaks {P.API!r}"
+            )
         self.attrs = self.info["attrs"]
         self.spec = spec_from_attrs(self.attrs)
         self.ages = np.array(self.info["ages"], np.int64)
@@ -73,8 +82,11 @@ class RemoteTable:
 
     def start(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         s = self.info["start"]
-        return (np.array([int(i, 16) for i in s["ids"]], np.uint64), np.array(s["probs"], np.float64),
-                np.array(s["values"], np.float64))  # fmt: skip
+        return (
+            np.array([int(i, 16) for i in s["ids"]], np.uint64),
+            np.array(s["probs"], np.float64),
+            np.array(s["values"], np.float64),
+        )
 
     def close(self) -> None:
         self.http.clear()

@@ -73,20 +73,20 @@ def info_of(oracle: Oracle) -> dict:
             "p4": spec.p4,
             "spawn": spec.spawn,
             "pattern": spec.pattern.to_dict() if spec.pattern is not None else None,
-        },  # fmt: skip
+        },
         "tolerances": {
             "value_error_relative": oracle.value_error[0],
             "value_error_absolute": oracle.value_error[1],
             "tie_relative": oracle.tie_tolerance[0],
             "tie_absolute": oracle.tie_tolerance[1],
-        },  # fmt: skip
+        },
         "attrs": {k: jsonable(v) for k, v in oracle.attrs.items()},
         "ages": [int(a) for a in oracle.table.ages],
         "start": {
             "ids": [f"{int(i):#x}" for i in oracle.start_ids],
             "probs": oracle.start_probs.tolist(),
             "values": oracle.start_values.tolist(),
-        },  # fmt: skip
+        },
         "max_boards": None,  # filled in by the app
     }
 
@@ -168,8 +168,9 @@ async def read_body(receive, headers: dict, limit: int, timeout: float) -> bytes
         except ValueError:
             raise RequestError(400, "Content-Length is not a number") from None
         if declared > limit:
-            raise RequestError(413, f"the body is {declared:,} bytes; at most {limit:,} ({limit // 8:,} boards) per "
-                                    f"request")  # fmt: skip
+            raise RequestError(
+                413, f"the body is {declared:,} bytes; at most {limit:,} ({limit // 8:,} boards) per request"
+            )
     chunks, size = [], 0
 
     async def collect() -> None:
@@ -218,16 +219,19 @@ def create_app(oracle: Oracle, max_boards: int = P.MAX_BOARDS, body_timeout: flo
                     return JSONResponse({"q": _finite_or_none(values[0]), "status": P.STATUS_NAMES[int(status[0])]})
                 return JSONResponse({"value": _finite_or_none(values)[0], "status": P.STATUS_NAMES[int(status[0])]})
             if content_type not in (P.BINARY, ""):
-                raise RequestError(400, f"Content-Type must be {P.BINARY} (packed boards) or {P.JSON} (one board), "
-                                        f"got {content_type!r}")  # fmt: skip
+                raise RequestError(
+                    400,
+                    f"Content-Type must be {P.BINARY} (packed boards) or {P.JSON} (one board), got {content_type!r}",
+                )
             try:
                 ids = P.decode_boards(body)
             except P.ProtocolError as exc:
                 raise RequestError(400, str(exc)) from None
             request.state.boards = int(ids.size)
             values, status = await service.answer(kind, ids, ids.size)
-            return Response(P.encode_answer(values, status), media_type=P.BINARY,
-                            headers={P.BOARDS_HEADER: str(ids.size)})  # fmt: skip
+            return Response(
+                P.encode_answer(values, status), media_type=P.BINARY, headers={P.BOARDS_HEADER: str(ids.size)}
+            )
 
         return answer
 
@@ -241,8 +245,11 @@ def create_app(oracle: Oracle, max_boards: int = P.MAX_BOARDS, body_timeout: flo
 
     async def not_found(request: Request, exc) -> Response:
         status = getattr(exc, "status_code", 404)
-        message = "no such endpoint: GET /v1/info, POST /v1/q, POST /v1/afterstate" if status == 404 else \
-            f"{request.method} is not allowed here"  # fmt: skip
+        message = (
+            "no such endpoint: GET /v1/info, POST /v1/q, POST /v1/afterstate"
+            if status == 404
+            else f"{request.method} is not allowed here"
+        )
         return JSONResponse({"error": message}, status_code=status)
 
     @asynccontextmanager
@@ -251,12 +258,16 @@ def create_app(oracle: Oracle, max_boards: int = P.MAX_BOARDS, body_timeout: flo
         service.close()
         log.info("stopped: every request answered, %s closed", oracle.path)
 
-    routes = [Route(f"/{P.API}/info", info, methods=["GET"]),
-              Route(f"/{P.API}/q", endpoint("q"), methods=["POST"]),
-              Route(f"/{P.API}/afterstate", endpoint("afterstate"), methods=["POST"])]  # fmt: skip
-    app = Starlette(routes=routes, lifespan=lifespan,
-                    exception_handlers={RequestError: refused, Exception: failed, 404: not_found,
-                                        405: not_found})  # fmt: skip
+    routes = [
+        Route(f"/{P.API}/info", info, methods=["GET"]),
+        Route(f"/{P.API}/q", endpoint("q"), methods=["POST"]),
+        Route(f"/{P.API}/afterstate", endpoint("afterstate"), methods=["POST"]),
+    ]
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={RequestError: refused, Exception: failed, 404: not_found, 405: not_found},
+    )
     return RequestLog(app)
 
 
@@ -280,8 +291,14 @@ class RequestLog:
             await self.app(scope, receive, sending)
         finally:
             boards = scope.get("state", {}).get("boards", "-")
-            log.info("%s %s %s %s boards %.2f ms", scope["method"], scope["path"], status[0], boards,
-                     1e3 * (time.perf_counter() - started))  # fmt: skip
+            log.info(
+                "%s %s %s %s boards %.2f ms",
+                scope["method"],
+                scope["path"],
+                status[0],
+                boards,
+                1e3 * (time.perf_counter() - started),
+            )
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -301,10 +318,18 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(table, host: str = "127.0.0.1", port: int = 8000, max_boards: int = P.MAX_BOARDS,
-          body_timeout: float = BODY_TIMEOUT, keep_alive: float = KEEP_ALIVE,
-          max_connections: int = MAX_CONNECTIONS, memory_limit: int | None = None, stop_after: float | None = None,
-          log_level: str = "info") -> None:  # fmt: skip
+def serve(
+    table,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    max_boards: int = P.MAX_BOARDS,
+    body_timeout: float = BODY_TIMEOUT,
+    keep_alive: float = KEEP_ALIVE,
+    max_connections: int = MAX_CONNECTIONS,
+    memory_limit: int | None = None,
+    stop_after: float | None = None,
+    log_level: str = "info",
+) -> None:
     """Serve ``table`` until SIGTERM or SIGINT (or ``stop_after`` seconds).  Prints ``serving ... on URL`` once
     it listens (with the port chosen when ``port`` is 0)."""
     import uvicorn
@@ -315,9 +340,15 @@ def serve(table, host: str = "127.0.0.1", port: int = 8000, max_boards: int = P.
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     sock = bind(host, port)
     app = create_app(oracle, max_boards, body_timeout)
-    config = uvicorn.Config(app, log_level=log_level, access_log=False, timeout_keep_alive=int(keep_alive),
-                            limit_concurrency=max_connections, lifespan="on",
-                            timeout_graceful_shutdown=30)  # fmt: skip
+    config = uvicorn.Config(
+        app,
+        log_level=log_level,
+        access_log=False,
+        timeout_keep_alive=int(keep_alive),
+        limit_concurrency=max_connections,
+        lifespan="on",
+        timeout_graceful_shutdown=30,
+    )
     server = uvicorn.Server(config)
     where = sock.getsockname()
     url = f"http://{f'[{where[0]}]' if sock.family == socket.AF_INET6 else where[0]}:{where[1]}"

@@ -91,8 +91,9 @@ def _check_game(oracle: Oracle, board: str, p4: float, table, close: bool) -> Or
     if spec.board != board or spec.p4 != float(p4) or spec.spawn != "random":
         if close:
             oracle.close()
-        raise TableError(f"{table} solves {spec.describe()}, not the game of this env ({board}, random spawns, "
-                         f"p4={float(p4):g})")  # fmt: skip
+        raise TableError(
+            f"{table} solves {spec.describe()}, not the game of this env ({board}, random spawns, p4={float(p4):g})"
+        )
     return oracle
 
 

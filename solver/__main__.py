@@ -65,9 +65,13 @@ def add_spec_args(p: argparse.ArgumentParser) -> None:
         help="probability that a spawned tile is a 4 (default 0.1, or the pattern file's p4)",
     )
     p.add_argument("--spawn", default="random", choices=SPAWN_MODELS, help="spawn model (default random)")
-    p.add_argument("--threads", type=int, default=None,
-                   help="numba threads (default: all cores); build --backend ray without --address: the CPUs of "
-                   "the private Ray it starts")  # fmt: skip
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="numba threads (default: all cores); build --backend ray without --address: the CPUs of "
+        "the private Ray it starts",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
@@ -98,8 +102,16 @@ def cmd_build(args) -> int:
     else:
         if args.address or any(x is not None for x in (args.machines, args.material_tile, args.rebalance, args.split)):
             raise ValueError("--address, --machines, --material-tile, --rebalance and --split belong to --backend ray")
-        report = build(spec, args.out, args.work_dir, args.threads, progress=not args.quiet,
-                       keep_work=args.keep_work, format_version=args.format, layout=args.layout or "file")  # fmt: skip
+        report = build(
+            spec,
+            args.out,
+            args.work_dir,
+            args.threads,
+            progress=not args.quiet,
+            keep_work=args.keep_work,
+            format_version=args.format,
+            layout=args.layout or "file",
+        )
     a = report.attrs
     unit = "machine" if args.backend == "ray" else "thread"
     print(
@@ -132,9 +144,17 @@ def build_on_ray(spec: SolveSpec, args):
         machines = cluster_machines(ray, args.machines)
         if not args.quiet:
             print(f"{len(machines)} machine(s): {', '.join(f'{m.cpus} CPUs' for m in machines)}", flush=True)
-        report, _ = build_on_actors(spec, args.out, machines, low=low, work_dir=args.work_dir,
-                                    progress=not args.quiet, keep_work=args.keep_work, tolerance=tolerance,
-                                    split=split)  # fmt: skip
+        report, _ = build_on_actors(
+            spec,
+            args.out,
+            machines,
+            low=low,
+            work_dir=args.work_dir,
+            progress=not args.quiet,
+            keep_work=args.keep_work,
+            tolerance=tolerance,
+            split=split,
+        )
     return report
 
 
@@ -204,9 +224,11 @@ def cmd_info(args) -> int:
         note = f"{info['value_code']} code, error <= {info['value_error_relative']:.3g} relative"
     else:
         note = f"{info['value_code']} code, error <= {info['value_error_absolute']:.3g} absolute"
-    print(f"format v{info['format_version']} ({info['layout']}), {info['bytes']:,} bytes: "
-          f"{info['bits_per_afterstate_id']:.2f} bits per afterstate ID + {info['bits_per_afterstate_value']:.2f} per "
-          f"value ({note}); {info['bits_per_afterstate_on_disk']:.2f} bits per afterstate on disk")  # fmt: skip
+    print(
+        f"format v{info['format_version']} ({info['layout']}), {info['bytes']:,} bytes: "
+        f"{info['bits_per_afterstate_id']:.2f} bits per afterstate ID + {info['bits_per_afterstate_value']:.2f} per "
+        f"value ({note}); {info['bits_per_afterstate_on_disk']:.2f} bits per afterstate on disk"
+    )
     print(f"states {info['states']:,}  afterstates {info['afterstates']:,}  terminal {info['terminal_states']:,}")
     print(f"ages {info['ages'][0]['age']}..{info['ages'][-1]['age']} ({len(info['ages'])} layers)")
     print(f"start value {info['start_value']:.12g} (expectation over the random start)")
@@ -221,14 +243,27 @@ def format_fields(t) -> dict:
     n = max(1, int(a["afterstates"]))
     version = int(a["format_version"])
     size = table_bytes(t.path)
-    out = {"format_version": version, "layout": a.get("layout", "file"), "bytes": int(size),
-           "bits_per_afterstate_on_disk": 8.0 * size / n}  # fmt: skip
+    out = {
+        "format_version": version,
+        "layout": a.get("layout", "file"),
+        "bytes": int(size),
+        "bits_per_afterstate_on_disk": 8.0 * size / n,
+    }
     if version == 1:
-        out.update(bits_per_afterstate_id=64.0, bits_per_afterstate_value=64.0, value_code="float64",
-                   value_error_relative=0.0, value_error_absolute=0.0)  # fmt: skip
+        out.update(
+            bits_per_afterstate_id=64.0,
+            bits_per_afterstate_value=64.0,
+            value_code="float64",
+            value_error_relative=0.0,
+            value_error_absolute=0.0,
+        )
     else:
-        for key in ("bits_per_afterstate_id", "bits_per_afterstate_value", "value_error_relative",
-                    "value_error_absolute"):  # fmt: skip
+        for key in (
+            "bits_per_afterstate_id",
+            "bits_per_afterstate_value",
+            "value_error_relative",
+            "value_error_absolute",
+        ):
             out[key] = float(a[key])
         out["value_code"] = str(a["value_code"])
     return out
@@ -236,9 +271,11 @@ def format_fields(t) -> dict:
 
 def cmd_convert(args) -> int:
     report = convert_table(args.src, args.out, layout=args.layout, progress=not args.quiet)
-    print(f"{args.src} (v1, {report['src_bytes']:,} bytes) -> {args.out} (v2, {report['out_bytes']:,} bytes); "
-          f"max value error {report['max_relative_error']:.3g} relative, {report['max_absolute_error']:.3g} "
-          f"absolute")  # fmt: skip
+    print(
+        f"{args.src} (v1, {report['src_bytes']:,} bytes) -> {args.out} (v2, {report['out_bytes']:,} bytes); "
+        f"max value error {report['max_relative_error']:.3g} relative, {report['max_absolute_error']:.3g} "
+        f"absolute"
+    )
     return 0
 
 
@@ -261,8 +298,10 @@ def cmd_enumerate(args) -> int:
     if args.json:
         print(json.dumps(info, indent=1))
     else:
-        print(f"{spec.describe()} up to age {args.max_age}: {info['states']:,} states, "
-              f"{info['afterstates']:,} afterstates, {info['terminal_states']:,} terminal")  # fmt: skip
+        print(
+            f"{spec.describe()} up to age {args.max_age}: {info['states']:,} states, "
+            f"{info['afterstates']:,} afterstates, {info['terminal_states']:,} terminal"
+        )
         for c in counts:
             print(f"  age {c.age:>6}: {c.states:>14,} states {c.afterstates:>14,} afterstates")
     return 0
@@ -271,10 +310,14 @@ def cmd_enumerate(args) -> int:
 def cmd_verify(args) -> int:
     report = verify_table(args.file, samples=args.samples, seed=args.seed, progress=not args.quiet, ages=args.ages)
     print(f"checksums: {'ok' if not report.bad_checksums else 'MISMATCH in ' + ', '.join(report.bad_checksums)}")
-    print(f"layers: {'ok' if not report.layer_errors else str(len(report.layer_errors)) + ' errors'} "
-          f"({report.checked_ages} ages checked)")  # fmt: skip
-    print(f"values: {report.checked_states} states and {report.checked_afterstates} afterstates re-derived, "
-          f"max residual {report.max_residual:.3g}, {len(report.value_errors)} errors")  # fmt: skip
+    print(
+        f"layers: {'ok' if not report.layer_errors else str(len(report.layer_errors)) + ' errors'} "
+        f"({report.checked_ages} ages checked)"
+    )
+    print(
+        f"values: {report.checked_states} states and {report.checked_afterstates} afterstates re-derived, "
+        f"max residual {report.max_residual:.3g}, {len(report.value_errors)} errors"
+    )
     for line in (report.layer_errors + report.value_errors)[:20]:
         print("  " + line)
     print("OK" if report.ok else "FAILED")
@@ -282,8 +325,9 @@ def cmd_verify(args) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m solver", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m solver", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("build", help="strongly solve a board into an HDF5 table (resumable)")
@@ -366,9 +410,13 @@ def main(argv=None) -> int:
     p.add_argument("file")
     p.add_argument("--samples", type=int, default=1000, help="states + afterstates to re-derive (default 1000)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--ages", type=int, default=None,
-                   help="check only this many ages, drawn in proportion to their size (default: every age); for "
-                   "big tables, whose states must be re-derived from the afterstates")  # fmt: skip
+    p.add_argument(
+        "--ages",
+        type=int,
+        default=None,
+        help="check only this many ages, drawn in proportion to their size (default: every age); for "
+        "big tables, whose states must be re-derived from the afterstates",
+    )
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(fn=cmd_verify)
 

@@ -34,10 +34,16 @@ def solve_states(
     """``(state_values float64[n], best_actions uint8[n])`` of one age from its afterstate values; actions within
     ``tie = (relative, absolute)`` of the best are all best."""
     s_values, best, missing = state_values_grouped(
-        states, spec.tables, spec.rules, spec.objective == "score",
-        build_value_index(afterstates, afterstate_values_), n_chunks_for(states.size), float(tie[0]), float(tie[1]),
+        states,
+        spec.tables,
+        spec.rules,
+        spec.objective == "score",
+        build_value_index(afterstates, afterstate_values_),
+        n_chunks_for(states.size),
+        float(tie[0]),
+        float(tie[1]),
         GROUP,
-    )  # fmt: skip
+    )
     if missing >= 0:
         raise CorruptLayer(f"state {int(states[missing]):#x} has an afterstate missing from its layer")
     return s_values, best
@@ -62,9 +68,15 @@ def afterstate_values(spec: SolveSpec, afterstates: np.ndarray, next2: ValueInde
     """Values (``float64[m]``) of sorted ``afterstates`` from value indexes of the states of ages a+2 and a+4;
     :class:`CorruptLayer` if a spawned child is missing."""
     a_values, missing = afterstate_values_grouped(
-        afterstates, spec.tables, spec.p4, spec.spawn_code, next2, next4,
-        n_chunks_for(afterstates.size), GROUP,
-    )  # fmt: skip
+        afterstates,
+        spec.tables,
+        spec.p4,
+        spec.spawn_code,
+        next2,
+        next4,
+        n_chunks_for(afterstates.size),
+        GROUP,
+    )
     if missing >= 0:
         raise CorruptLayer(f"afterstate {int(afterstates[missing]):#x} has a child missing from the next layers")
     return a_values
@@ -96,8 +108,13 @@ def run_backward(
         return window[age]
 
     todo = [a for a in sorted(ages, reverse=True) if a not in done]
-    bar = tqdm(total=len(ages), initial=len(ages) - len(todo), desc=f"backward {spec.board}", unit=" ages",
-               disable=not progress)  # fmt: skip
+    bar = tqdm(
+        total=len(ages),
+        initial=len(ages) - len(todo),
+        desc=f"backward {spec.board}",
+        unit=" ages",
+        disable=not progress,
+    )
     t0, work = time.perf_counter(), 0
     try:
         for age in todo:

@@ -54,14 +54,48 @@ def afterstate_values_grouped(afterstates, T, p4, model, index2, index4, n_chunk
     bounds = chunk_bounds(n, n_chunks)
     cells = T.sym_shift.shape[1]
     scratch = np.empty((n_chunks, T.sym_shift.shape[0] + 2 * group * cells), np.uint64)
-    run_parallel(_afterstate_values_chunks, n_chunks, afterstates, T.rows, T.cols, T.sym_lines, T.sym_shift,
-                 T.sym_bytes, float(p4), model, index2, index4, bounds, group, out, missing, scratch)  # fmt: skip
+    run_parallel(
+        _afterstate_values_chunks,
+        n_chunks,
+        afterstates,
+        T.rows,
+        T.cols,
+        T.sym_lines,
+        T.sym_shift,
+        T.sym_bytes,
+        float(p4),
+        model,
+        index2,
+        index4,
+        bounds,
+        group,
+        out,
+        missing,
+        scratch,
+    )
     return out, int(missing.max())
 
 
 @block_kernel
-def _afterstate_values_chunks(lo_chunk, hi_chunk, afterstates, rows, cols, sym_lines, sym_shift, sym_bytes, p4, model,
-                              index2, index4, bounds, group, out, missing, scratch):  # fmt: skip
+def _afterstate_values_chunks(
+    lo_chunk,
+    hi_chunk,
+    afterstates,
+    rows,
+    cols,
+    sym_lines,
+    sym_shift,
+    sym_bytes,
+    p4,
+    model,
+    index2,
+    index4,
+    bounds,
+    group,
+    out,
+    missing,
+    scratch,
+):
     """Chunks ``lo_chunk .. hi_chunk-1`` of :func:`afterstate_values_grouped`; ``scratch[ch]``: chunk ``ch``'s
     symmetry images and the group's child keys (``uint64[n_sym + 2 * group * cells]``)."""
     cells = sym_shift.shape[1]

@@ -102,8 +102,9 @@ class BackgroundWriter:
     def __init__(self, max_queued: int = MAX_QUEUED, threads: int | None = None):
         # numba keeps its thread count per thread: the writer's parallel coding kernels get the build's --threads
         init = (numba.set_num_threads, (threads,)) if threads else (None, ())
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="solver-writer", initializer=init[0],
-                                        initargs=init[1])  # fmt: skip
+        self._pool = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="solver-writer", initializer=init[0], initargs=init[1]
+        )
         self._slots = threading.Semaphore(max_queued)
         self._futures: list[Future] = []
         self._failed = False
@@ -324,8 +325,13 @@ class LocalBuild:
         are known."""
         work, layers = self.work, self.layers
         if not work.forward_complete:
-            run_forward(self.spec, on_age=self._on_forward_age, done=work.forward_counts,
-                        load_afterstates=self._load_afterstates, progress=self.progress)  # fmt: skip
+            run_forward(
+                self.spec,
+                on_age=self._on_forward_age,
+                done=work.forward_counts,
+                load_afterstates=self._load_afterstates,
+                progress=self.progress,
+            )
             self.writer.drain()
             work.finish_forward()
         self.counts = work.forward_counts
@@ -367,8 +373,13 @@ class LocalBuild:
         v1 = self.format_version == 1
         states, afterstates = self.layers.layer(age) if (v1 or age in self.start_ages) else (None, None)
         if v1:
-            layer = {"states": states, "state_values": s_values, "best_actions": best,
-                     "afterstates": afterstates, "afterstate_values": a_values}  # fmt: skip
+            layer = {
+                "states": states,
+                "state_values": s_values,
+                "best_actions": best,
+                "afterstates": afterstates,
+                "afterstate_values": a_values,
+            }
             self.table.write_age(self.by_age[age], layer)
             return None
         upper, lower, low_bits = self.layers.coded(age)
@@ -376,8 +387,17 @@ class LocalBuild:
         if values_words is None:
             coded = CodedLayer.encode(count, self.spec, upper, lower, low_bits, a_values, self.value_code)
         else:
-            coded = CodedLayer.from_codes(count, self.spec, upper, lower, low_bits, values_words, self.value_code,
-                                          code["value_bits"], code["value_base"])  # fmt: skip
+            coded = CodedLayer.from_codes(
+                count,
+                self.spec,
+                upper,
+                lower,
+                low_bits,
+                values_words,
+                self.value_code,
+                code["value_bits"],
+                code["value_base"],
+            )
         self.table.write_age(coded, states, s_values)
         return coded
 
@@ -420,9 +440,14 @@ class LocalBuild:
         self.checkpoint = Checkpoints(self.work, self.start_ages, every_s=every)
         precompile.wait_for("backward", self.progress)  # on first use: its kernels compile in a second process
         run_backward(
-            self.spec, [c.age for c in self.counts], self.layers.layer, lambda age: self.state_values_of(age)[0],
-            lambda *result: self.writer.submit(self._save_backward, *result), done=self.done, progress=self.progress,
-        )  # fmt: skip
+            self.spec,
+            [c.age for c in self.counts],
+            self.layers.layer,
+            lambda age: self.state_values_of(age)[0],
+            lambda *result: self.writer.submit(self._save_backward, *result),
+            done=self.done,
+            progress=self.progress,
+        )
 
     def _save_backward(self, age: int, s_values, best, a_values) -> None:
         coded = self.write_age(age, s_values, best, a_values)

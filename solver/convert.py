@@ -42,5 +42,9 @@ def convert_table(src: str | os.PathLike, out: str | os.PathLike, layout: str = 
         except BaseException:
             writer.abort()
             raise
-    return {"src_bytes": table_bytes(src), "out_bytes": table_bytes(out), "max_relative_error": worst_rel,
-            "max_absolute_error": worst_abs}  # fmt: skip
+    return {
+        "src_bytes": table_bytes(src),
+        "out_bytes": table_bytes(out),
+        "max_relative_error": worst_rel,
+        "max_absolute_error": worst_abs,
+    }

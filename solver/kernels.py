@@ -311,14 +311,44 @@ def spawn_children(afterstates, T, with_two, with_four, n_chunks):
     buf4 = buffers.empty(cells * n if with_four else 0, np.uint64)
     counts2 = np.zeros(n_chunks, np.int64)
     counts4 = np.zeros(n_chunks, np.int64)
-    run_parallel(_spawn_chunks, n_chunks, afterstates, T.rows, T.cols, T.sym_lines, T.sym_shift, T.sym_bytes,
-                 bool(with_two), bool(with_four), bounds, buf2, counts2, buf4, counts4)  # fmt: skip
+    run_parallel(
+        _spawn_chunks,
+        n_chunks,
+        afterstates,
+        T.rows,
+        T.cols,
+        T.sym_lines,
+        T.sym_shift,
+        T.sym_bytes,
+        bool(with_two),
+        bool(with_four),
+        bounds,
+        buf2,
+        counts2,
+        buf4,
+        counts4,
+    )
     return buf2, cells * bounds[:-1], counts2, buf4, counts4
 
 
 @numba.njit(cache=True, nogil=True)
-def _spawn_chunks(lo_chunk, hi_chunk, afterstates, rows, cols, sym_lines, sym_shift, sym_bytes, with_two, with_four,
-                  bounds, buf2, counts2, buf4, counts4):  # fmt: skip
+def _spawn_chunks(
+    lo_chunk,
+    hi_chunk,
+    afterstates,
+    rows,
+    cols,
+    sym_lines,
+    sym_shift,
+    sym_bytes,
+    with_two,
+    with_four,
+    bounds,
+    buf2,
+    counts2,
+    buf4,
+    counts4,
+):
     """Chunks ``lo_chunk .. hi_chunk-1`` of :func:`spawn_children`."""
     cells = sym_shift.shape[1]
     imgs = np.empty(sym_shift.shape[0], np.uint64)

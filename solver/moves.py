@@ -47,8 +47,9 @@ def _state_moves(states, T, rules, score_rewards, n_chunks):
     n = states.shape[0]
     keys = buffers.zeros(n, np.uint64, width=4)  # numba's allocation, as the parfors kernel had (solver.buffers)
     rewards = buffers.zeros(n, np.uint32, width=4)
-    run_parallel(_state_moves_chunks, n_chunks, states, T, rules, score_rewards, chunk_bounds(n, n_chunks), keys,
-                 rewards)  # fmt: skip
+    run_parallel(
+        _state_moves_chunks, n_chunks, states, T, rules, score_rewards, chunk_bounds(n, n_chunks), keys, rewards
+    )
     return keys, rewards
 
 
@@ -102,14 +103,28 @@ def _values_from_moves(keys, rewards, after_index, n_chunks, tie_rel, tie_abs, g
     values = buffers.empty(n, np.float64)
     best = buffers.zeros(n, np.uint8)
     missing = np.full(n_chunks, -1, np.int64)
-    run_parallel(_values_from_moves_chunks, n_chunks, keys, rewards, after_index, chunk_bounds(n, n_chunks),
-                 float(tie_rel), float(tie_abs), group, values, best, missing, np.empty((n_chunks, 4)))  # fmt: skip
+    run_parallel(
+        _values_from_moves_chunks,
+        n_chunks,
+        keys,
+        rewards,
+        after_index,
+        chunk_bounds(n, n_chunks),
+        float(tie_rel),
+        float(tie_abs),
+        group,
+        values,
+        best,
+        missing,
+        np.empty((n_chunks, 4)),
+    )
     return values, best, int(missing.max())
 
 
 @block_kernel
-def _values_from_moves_chunks(lo, hi, keys, rewards, after_index, bounds, tie_rel, tie_abs, group, values, best,
-                              missing, q_of_chunk):  # fmt: skip
+def _values_from_moves_chunks(
+    lo, hi, keys, rewards, after_index, bounds, tie_rel, tie_abs, group, values, best, missing, q_of_chunk
+):
     a_table, a_vals, a_shift = after_index
     for ch in range(lo, hi):
         q = q_of_chunk[ch]
@@ -140,8 +155,7 @@ def _values_from_moves_chunks(lo, hi, keys, rewards, after_index, bounds, tie_re
 
 def state_moves(spec: SolveSpec, states: np.ndarray) -> Moves:
     """Every move of ``states`` (sorted unique canonical ``uint64[n]``) of game ``spec``."""
-    return Moves(*_state_moves(states, spec.tables, spec.rules, spec.objective == "score",
-                               n_chunks_for(states.size)))  # fmt: skip
+    return Moves(*_state_moves(states, spec.tables, spec.rules, spec.objective == "score", n_chunks_for(states.size)))
 
 
 def afterstates_of(moves: Moves, cells: int) -> np.ndarray:
@@ -156,5 +170,6 @@ def state_values_from_moves(
     :class:`~solver.value_index.ValueIndex` of their afterstates' values; ``missing`` is -1 or the index of a
     state whose afterstate the index lacks.  The same floats, bit for bit, as
     :func:`solver.bellman.state_values_grouped` on the states."""
-    return _values_from_moves(moves.keys, moves.rewards, after_index, n_chunks_for(moves.keys.shape[0]),
-                              float(tie[0]), float(tie[1]), GROUP)  # fmt: skip
+    return _values_from_moves(
+        moves.keys, moves.rewards, after_index, n_chunks_for(moves.keys.shape[0]), float(tie[0]), float(tie[1]), GROUP
+    )

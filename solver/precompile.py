@@ -77,12 +77,20 @@ def start(spec, oracle: bool = False) -> subprocess.Popen | None:
 
 def launch(spec, parts) -> subprocess.Popen:
     """``python -m solver.precompile`` for ``spec`` and ``parts`` (of :data:`PARTS`), silent."""
-    cmd = [sys.executable, "-m", "solver.precompile", "--board", spec.board, "--objective", spec.objective,
-           "--parts", ",".join(parts)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "solver.precompile",
+        "--board",
+        spec.board,
+        "--objective",
+        spec.objective,
+        "--parts",
+        ",".join(parts),
+    ]
     # one numba thread: an idle OpenMP pool would spin beside the build
     env = {**os.environ, ENV_SWITCH: "0", "NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    return subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)  # fmt: skip
+    return subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
 
 def wait_for(part: str, progress: bool = False, timeout: float | None = None) -> None:

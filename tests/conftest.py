@@ -54,10 +54,20 @@ def pytest_configure(config):
     tables = (base.parent if XDIST_WORKER else base) / "solved2048-home"
     for path in (home, tmp, tables):
         path.mkdir(exist_ok=True)
-    os.environ.update({"HOME": str(home), "TMPDIR": str(_short_link(tmp)), "SOLVED2048_HOME": str(tables),
-                       "SB3_LOGDIR": str(tables / "sb3-logs")})  # fmt: skip
-    for name, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache"), ("XDG_DATA_HOME", ".local/share"),
-                      ("XDG_STATE_HOME", ".local/state")):  # fmt: skip
+    os.environ.update(
+        {
+            "HOME": str(home),
+            "TMPDIR": str(_short_link(tmp)),
+            "SOLVED2048_HOME": str(tables),
+            "SB3_LOGDIR": str(tables / "sb3-logs"),
+        }
+    )
+    for name, sub in (
+        ("XDG_CONFIG_HOME", ".config"),
+        ("XDG_CACHE_HOME", ".cache"),
+        ("XDG_DATA_HOME", ".local/share"),
+        ("XDG_STATE_HOME", ".local/state"),
+    ):
         os.environ[name] = str(home / sub)
     tempfile.tempdir = None  # tempfile reads TMPDIR again
 

@@ -66,8 +66,11 @@ class NaiveSolver:
 
     def start_value(self) -> float:
         dist = naive.start_distribution(self.rows, self.cols, self.p4)
-        return sum(p * self.state_value(tuple(map(tuple, naive.unpack(k, self.rows, self.cols))))
-                   for k, p in dist.items() if p > 0)  # fmt: skip
+        return sum(
+            p * self.state_value(tuple(map(tuple, naive.unpack(k, self.rows, self.cols))))
+            for k, p in dist.items()
+            if p > 0
+        )
 
     def _reachable(self) -> tuple[set[int], set[int], int]:
         """``(canonical states, canonical afterstates, terminal count)`` reachable from the start, by search

@@ -24,8 +24,7 @@ def main(out: Path) -> None:
         with ray_session(c.address) as ray:
             machines = cluster_machines(ray, 3, timeout=60)
             assert len({m.node_id for m in machines}) == 3, machines
-            _, restarts = build_on_actors(SPECS[BUILD], out / BUILD, machines, low=3, progress=False,
-                                          keep_work=True)  # fmt: skip
+            _, restarts = build_on_actors(SPECS[BUILD], out / BUILD, machines, low=3, progress=False, keep_work=True)
             print(f"restarts {restarts}")
     finally:
         c.shutdown()

@@ -40,9 +40,19 @@ from pathlib import Path
 import pytest
 
 #: /proc/net/tcp state codes
-TCP_STATES = {"01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1", "05": "FIN_WAIT2",
-              "06": "TIME_WAIT", "07": "CLOSE", "08": "CLOSE_WAIT", "09": "LAST_ACK", "0A": "LISTEN",
-              "0B": "CLOSING"}  # fmt: skip
+TCP_STATES = {
+    "01": "ESTABLISHED",
+    "02": "SYN_SENT",
+    "03": "SYN_RECV",
+    "04": "FIN_WAIT1",
+    "05": "FIN_WAIT2",
+    "06": "TIME_WAIT",
+    "07": "CLOSE",
+    "08": "CLOSE_WAIT",
+    "09": "LAST_ACK",
+    "0A": "LISTEN",
+    "0B": "CLOSING",
+}
 
 #: The calls the trace records: every way a process can name an internet address to the kernel (``listen`` and
 #: ``accept`` name none: a listener's address comes from its ``bind``).
@@ -207,8 +217,11 @@ def strace_or_skip() -> str:
     if strace is None:
         reason = "strace is not installed (apt-get install -y strace; .ci/run installs it)"
     else:
-        probe = subprocess.run([strace, "-f", "-qq", "--seccomp-bpf", "-e", "trace=connect", "-o", os.devnull,
-                                "true"], capture_output=True, text=True)  # fmt: skip
+        probe = subprocess.run(
+            [strace, "-f", "-qq", "--seccomp-bpf", "-e", "trace=connect", "-o", os.devnull, "true"],
+            capture_output=True,
+            text=True,
+        )
         if probe.returncode != 0:
             reason = f"strace cannot trace a child process here: {probe.stderr.strip()[:300]}"
     if reason is not None:
@@ -275,8 +288,21 @@ class SocketWatch:
         tree may be left: a tree still running is killed, and the test fails naming its processes."""
         strace = strace_or_skip()
         self._before = {outbound_key(s) for s in all_sockets()}
-        traced = [strace, "-f", "-qq", "-Y", "--seccomp-bpf", "-e", f"trace={','.join(TRACED_CALLS)}",
-                  "-e", "signal=none", "-o", str(self.log), "--", *args]  # fmt: skip
+        traced = [
+            strace,
+            "-f",
+            "-qq",
+            "-Y",
+            "--seccomp-bpf",
+            "-e",
+            f"trace={','.join(TRACED_CALLS)}",
+            "-e",
+            "signal=none",
+            "-o",
+            str(self.log),
+            "--",
+            *args,
+        ]
         proc = subprocess.Popen(traced, start_new_session=True, **popen_kwargs)
         self.root = proc.pid
         sampler = threading.Thread(target=self._sampler, daemon=True)
@@ -295,10 +321,14 @@ class SocketWatch:
         if unattributed:
             by_peer = Counter(remote for _, remote in unattributed)
             peers = ", ".join(f"{ip}:{port} ({n})" for (ip, port), n in by_peer.most_common())
-            warnings.warn(UnattributedConnections(
-                f"{len(unattributed)} new outbound connection(s) of this machine off the loopback (or to "
-                f"{sorted(self.treat_as_remote)}) that no process of the watched tree held, by peer: {peers}. "
-                "Reported, not failed: the trace judges the tree's own"), stacklevel=3)  # fmt: skip
+            warnings.warn(
+                UnattributedConnections(
+                    f"{len(unattributed)} new outbound connection(s) of this machine off the loopback (or to "
+                    f"{sorted(self.treat_as_remote)}) that no process of the watched tree held, by peer: {peers}. "
+                    "Reported, not failed: the trace judges the tree's own"
+                ),
+                stacklevel=3,
+            )
 
     def _left_running(self, proc: subprocess.Popen, grace: float = 30.0) -> dict[int, str]:
         """Wait up to ``grace`` seconds for the tree to end (strace exits once every traced process has); kill
@@ -323,10 +353,16 @@ class SocketWatch:
     def off_loopback(self) -> list[str]:
         """Every socket the tree was seen holding and every traced call that used an address off the loopback, as
         readable lines naming the process."""
-        bad = [f"{o.name}[{o.pid}] held {o.socket.proto} {o.socket.state} {o.socket.local} -> {o.socket.remote}"
-               for o in self.seen if any(map(self.is_off, o.socket.addresses()))]  # fmt: skip
-        bad += [f"{c.name}[{c.pid}] {c.call} ({c.address!r}, {c.port}) = {c.result}"
-                for c in self.calls if self.is_off(c.address)]  # fmt: skip
+        bad = [
+            f"{o.name}[{o.pid}] held {o.socket.proto} {o.socket.state} {o.socket.local} -> {o.socket.remote}"
+            for o in self.seen
+            if any(map(self.is_off, o.socket.addresses()))
+        ]
+        bad += [
+            f"{c.name}[{c.pid}] {c.call} ({c.address!r}, {c.port}) = {c.result}"
+            for c in self.calls
+            if self.is_off(c.address)
+        ]
         return sorted(set(bad))
 
     def unattributed(self) -> list[tuple[tuple[str, int], tuple[str, int]]]:
@@ -377,8 +413,9 @@ class UnrelatedTraffic:
 
 
 @contextlib.contextmanager
-def unrelated_traffic(address: str = "127.0.0.2", count: int = 3000, seconds: float = 600.0,
-                      pause: float = 0.02) -> Iterator[UnrelatedTraffic]:  # fmt: skip
+def unrelated_traffic(
+    address: str = "127.0.0.2", count: int = 3000, seconds: float = 600.0, pause: float = 0.02
+) -> Iterator[UnrelatedTraffic]:
     """A listener on ``address`` (a thread of this process) and an unrelated process, outside any watched tree,
     that opens and closes connections to it in a loop: at most ``count`` of them, for at most ``seconds``, and
     no longer than the ``with`` block."""
@@ -402,8 +439,7 @@ def unrelated_traffic(address: str = "127.0.0.2", count: int = 3000, seconds: fl
     server.start()
     traffic = UnrelatedTraffic(address, listener.getsockname()[1])
     args = [address, traffic.port, count, seconds, pause]
-    connector = subprocess.Popen([sys.executable, "-c", _CONNECTOR, *map(str, args)], stdout=subprocess.PIPE,
-                                 text=True)  # fmt: skip
+    connector = subprocess.Popen([sys.executable, "-c", _CONNECTOR, *map(str, args)], stdout=subprocess.PIPE, text=True)
     traffic.pid = connector.pid
     try:
         yield traffic

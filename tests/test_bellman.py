@@ -41,8 +41,11 @@ def check_index(ids: np.ndarray, values: np.ndarray, absent: np.ndarray, paralle
     assert np.count_nonzero(index.table[:, 0]) == ids.size
 
 
-@given(st.lists(st.integers(1, 2**48), max_size=300, unique=True), st.lists(st.integers(1, 2**48), max_size=30),
-       st.booleans())  # fmt: skip
+@given(
+    st.lists(st.integers(1, 2**48), max_size=300, unique=True),
+    st.lists(st.integers(1, 2**48), max_size=30),
+    st.booleans(),
+)
 def test_value_index_holds_exactly_the_members(members, probes, partitioned):
     """``partitioned``: the parallel build even on a few keys (tiny partitions, so many keys go to the serial
     rest: the path large tables take at partition ends)."""
@@ -97,9 +100,13 @@ def _index_of(values: dict) -> VI.ValueIndex:
     return build_value_index(ids, np.array([values[int(i)] for i in ids], np.float64))
 
 
-@given(st.lists(boards(PACKED_SHAPES, max_exp=6, fill=0.4), min_size=1, max_size=25),
-       st.sampled_from([0.0, 0.1, 1.0]), st.sampled_from([RANDOM, ADVERSARIAL, OPTIMISTIC, PESSIMISTIC]),
-       st.sampled_from([1, 3, 16]), st.integers(0, 2**32 - 1))  # fmt: skip
+@given(
+    st.lists(boards(PACKED_SHAPES, max_exp=6, fill=0.4), min_size=1, max_size=25),
+    st.sampled_from([0.0, 0.1, 1.0]),
+    st.sampled_from([RANDOM, ADVERSARIAL, OPTIMISTIC, PESSIMISTIC]),
+    st.sampled_from([1, 3, 16]),
+    st.integers(0, 2**32 - 1),
+)
 def test_afterstate_values_grouped_matches_reference(cases, p4, model, group, seed):
     rows, cols, _ = cases[0]
     grids = [g for r, c, g in cases if (r, c) == (rows, cols) and naive.empty_cells(g)]
@@ -116,8 +123,9 @@ def test_afterstate_values_grouped_matches_reference(cases, p4, model, group, se
                 child[r][c] = tile
                 children[age_step].setdefault(naive.canonical(child), float(rng.standard_normal() * 100))
     T = board_tables(rows, cols)
-    got, missing = afterstate_values_grouped(afters, T, p4, model, _index_of(children[2]),
-                                             _index_of(children[4]), 2, group)  # fmt: skip
+    got, missing = afterstate_values_grouped(
+        afters, T, p4, model, _index_of(children[2]), _index_of(children[4]), 2, group
+    )
     assert missing == -1
     both = {**children[2], **children[4]}
     expected = [_spawned_value(naive.unpack(int(a), rows, cols), p4, model, both) for a in afters]
@@ -125,8 +133,13 @@ def test_afterstate_values_grouped_matches_reference(cases, p4, model, group, se
 
 
 @pytest.mark.slow
-@given(st.lists(boards(PACKED_SHAPES, max_exp=6, fill=0.3), min_size=1, max_size=25), st.booleans(),
-       st.sampled_from([16, 5]), st.sampled_from([1, 3, 16]), st.integers(0, 2**32 - 1))  # fmt: skip
+@given(
+    st.lists(boards(PACKED_SHAPES, max_exp=6, fill=0.3), min_size=1, max_size=25),
+    st.booleans(),
+    st.sampled_from([16, 5]),
+    st.sampled_from([1, 3, 16]),
+    st.integers(0, 2**32 - 1),
+)
 def test_state_values_grouped_matches_reference(cases, score, win_exponent, group, seed):
     rows, cols, _ = cases[0]
     grids = [g for r, c, g in cases if (r, c) == (rows, cols)]

@@ -26,8 +26,9 @@ def result(tmp_path_factory):
     network.save(out / "net.npz")
     net = out / "net.npz"
     agents = f"random,greedy,optimal,expectimax:2,td:{net},expectimax:1:{net},test_benchmark:greedy_factory"
-    benchmark.main(["--board", "2x2", "--agents", agents, "--episodes", "200", "--seed", "3", "--out", str(out),
-                    "--quiet"])  # fmt: skip
+    benchmark.main(
+        ["--board", "2x2", "--agents", agents, "--episodes", "200", "--seed", "3", "--out", str(out), "--quiet"]
+    )
     return out / "2x2", json.loads((out / "2x2" / "benchmark.json").read_text())
 
 

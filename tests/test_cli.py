@@ -9,10 +9,17 @@ from experiments.train import td
 
 
 def test_flags_types_and_booleans_reach_the_dataclass():
-    args = parse_dataclass(td.Args, ["--board", "2x3", "--minutes", "0.5", "--no-evaluate", "--stage-shift", "2",
-                                     "--schedule", "", "--tc"])  # fmt: skip
+    args = parse_dataclass(
+        td.Args, ["--board", "2x3", "--minutes", "0.5", "--no-evaluate", "--stage-shift", "2", "--schedule", "", "--tc"]
+    )
     assert (args.board, args.minutes, args.evaluate, args.stage_shift, args.schedule, args.tc) == (
-        "2x3", 0.5, False, 2, "", True)  # fmt: skip
+        "2x3",
+        0.5,
+        False,
+        2,
+        "",
+        True,
+    )
     assert args.games == td.Args.games and args.out == td.Args.out  # untouched fields keep their defaults
 
 

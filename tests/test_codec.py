@@ -41,8 +41,10 @@ def test_the_orbit_of_the_last_cell_is_the_other_corners(rows, cols):
     assert ranking.corner_orbit(rows, cols) == sum(1 << c for c in want)
 
 
-@pytest.mark.parametrize(("rows", "cols", "age"), [(2, 2, 4), (2, 2, 20), (2, 2, 64), (2, 2, 1030), (2, 3, 12),
-                                                   (2, 3, 26), (3, 2, 26), (3, 3, 14)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("rows", "cols", "age"),
+    [(2, 2, 4), (2, 2, 20), (2, 2, 64), (2, 2, 1030), (2, 3, 12), (2, 3, 26), (3, 2, 26), (3, 3, 14)],
+)
 def test_ranks_are_positions_among_the_boards_of_the_age(rows, cols, age):
     everyone = slow_boards_of_age(rows, cols, age)
     cells = rows * cols
@@ -217,9 +219,13 @@ def test_fixed_code_absolute_error_bound(values):
 
 @pytest.mark.parametrize(
     ("values", "code", "message"),
-    [([-1.0], quantise.FLOAT_CODE, "non-negative"), ([np.nan], quantise.FLOAT_CODE, "non-negative"),
-     ([1.5], quantise.FIXED_CODE, r"\[0, 1\]"), ([0.5], "zip", "unknown value code")],
-)  # fmt: skip
+    [
+        ([-1.0], quantise.FLOAT_CODE, "non-negative"),
+        ([np.nan], quantise.FLOAT_CODE, "non-negative"),
+        ([1.5], quantise.FIXED_CODE, r"\[0, 1\]"),
+        ([0.5], "zip", "unknown value code"),
+    ],
+)
 def test_bad_values_are_refused(values, code, message):
     with pytest.raises(ValueError, match=message):
         quantise.encode_values(np.array(values), code)
@@ -272,9 +278,12 @@ def test_the_format_modules_old_paths_still_work_with_a_warning():
     from solver import format as fmt
     from solver.format import ranking, v2
 
-    for old, name, new in (("solver.store", "Table", fmt.Table), ("solver.table_v2", "TableWriterV2",
-                           v2.TableWriterV2), ("solver.common", "TableError", fmt.TableError),
-                           ("solver.codec", "ranks_of", ranking.ranks_of)):  # fmt: skip
+    for old, name, new in (
+        ("solver.store", "Table", fmt.Table),
+        ("solver.table_v2", "TableWriterV2", v2.TableWriterV2),
+        ("solver.common", "TableError", fmt.TableError),
+        ("solver.codec", "ranks_of", ranking.ranks_of),
+    ):
         module = importlib.import_module(old)
         with pytest.warns(DeprecationWarning, match=rf"{old}\.{name} moved to solver\.format"):
             assert getattr(module, name) is new

@@ -66,22 +66,37 @@ def test_minari_loads_it_and_every_step_carries_the_oracles_labels(greedy_datase
     random_value = reference["value"][0][reference["tasks"].index("2x4")]
     assert meta["ref_min_score"] == pytest.approx(random_value, rel=1e-12) and ours["ref_min_method"] == "exact"
     returns = np.array([e.rewards.sum() for e in data.iterate_episodes()])
-    np.testing.assert_allclose(minari.get_normalized_score(data, returns),
-                               (returns - random_value) / (oracle.start_value - random_value))  # fmt: skip
+    np.testing.assert_allclose(
+        minari.get_normalized_score(data, returns), (returns - random_value) / (oracle.start_value - random_value)
+    )
 
 
 def test_an_existing_id_is_refused_unless_overwritten(greedy_dataset, capsys):
     with pytest.raises(DatasetError, match="--overwrite"):
         make_dataset("2x4", "greedy", 2, greedy_dataset, progress=False)
-    code = suite_main(["dataset", "--task", "2x4", "--policy", "greedy", "--episodes", "2", "--out",
-                       str(greedy_dataset), "--overwrite", "--quiet"])  # fmt: skip
+    code = suite_main(
+        [
+            "dataset",
+            "--task",
+            "2x4",
+            "--policy",
+            "greedy",
+            "--episodes",
+            "2",
+            "--out",
+            str(greedy_dataset),
+            "--overwrite",
+            "--quiet",
+        ]
+    )
     assert code == 0 and load(IDENT, greedy_dataset).total_episodes == 2
     assert sorted(os.listdir(greedy_dataset / "solved2048" / "2x4")) == ["greedy-v0"]
 
 
 def test_bad_input_gets_clear_errors_and_an_interrupted_write_leaves_nothing(tmp_path, capsys, monkeypatch):
-    assert suite_main(["dataset", "--task", "5x5", "--policy", "greedy", "--episodes", "1", "--out",
-                       str(tmp_path)]) == 2  # fmt: skip
+    assert (
+        suite_main(["dataset", "--task", "5x5", "--policy", "greedy", "--episodes", "1", "--out", str(tmp_path)]) == 2
+    )
     assert "unknown task '5x5'" in capsys.readouterr().err
     with pytest.raises(DatasetError, match="--episodes must be"):
         make_dataset("2x4", "greedy", 0, tmp_path, progress=False)
@@ -99,8 +114,11 @@ def test_bad_input_gets_clear_errors_and_an_interrupted_write_leaves_nothing(tmp
     import experiments.suite.policies as policies
 
     real = policies.make_agent
-    monkeypatch.setattr(policies, "make_agent", lambda spec, *a, **k: breaks_on_the_50th_move if spec == "first"
-                        else real(spec, *a, **k))  # fmt: skip
+    monkeypatch.setattr(
+        policies,
+        "make_agent",
+        lambda spec, *a, **k: breaks_on_the_50th_move if spec == "first" else real(spec, *a, **k),
+    )
     with pytest.raises(KeyboardInterrupt):
         make_dataset("2x4", "first", 3, tmp_path, progress=False)
     assert len(calls) == 50 and not (tmp_path / "solved2048" / "2x4" / "first-v0").exists()

@@ -163,8 +163,16 @@ def test_pair_pass_matches_the_reference(raw, optimal_bits, seed, alpha, margin)
     if violation > 0:
         reference_nlms(agent, expected, after[best], q[best] - reward[best] + violation / 2, alpha)
         reference_nlms(agent, expected, after[worse[0]], q[worse[0]] - reward[worse[0]] - violation / 2, alpha)
-    loss = _pair_pass(np.array([b], np.uint64), optimal[None], np.array([worse[0]], np.int64),
-                      np.zeros(1, np.int64), alpha, margin, board_tables(3, 3), *agent._args())  # fmt: skip
+    loss = _pair_pass(
+        np.array([b], np.uint64),
+        optimal[None],
+        np.array([worse[0]], np.int64),
+        np.zeros(1, np.int64),
+        alpha,
+        margin,
+        board_tables(3, 3),
+        *agent._args(),
+    )
     assert loss == pytest.approx(max(violation, 0.0), rel=1e-4, abs=1e-4)
     np.testing.assert_allclose(agent.weights, expected, rtol=1e-4, atol=1e-4)
 
@@ -197,9 +205,25 @@ def test_decision_aware_fit_improves_the_greedy_policy(oracle_2x3, tmp_path):
     start = NTupleAgent(2, 3, seed=0)
     start.weights[:] = np.random.default_rng(0).normal(scale=50, size=start.weights.size).astype(np.float32)
     start.save(tmp_path / "start.npz")
-    args = parse_dataclass(capacity.Args, ["--board", "2x3", "--weighting", "regret", "--init",
-                                           str(tmp_path / "start.npz"), "--rounds", "4", "--epochs", "2",
-                                           "--samples", "100000", "--out", str(tmp_path / "r.npz")])  # fmt: skip
+    args = parse_dataclass(
+        capacity.Args,
+        [
+            "--board",
+            "2x3",
+            "--weighting",
+            "regret",
+            "--init",
+            str(tmp_path / "start.npz"),
+            "--rounds",
+            "4",
+            "--epochs",
+            "2",
+            "--samples",
+            "100000",
+            "--out",
+            str(tmp_path / "r.npz"),
+        ],
+    )
     summary = capacity.run(args, progress=False)
     shares = [r["percent_of_optimal"] for r in summary["rounds"]]
     assert shares[0] == pytest.approx(oracle_2x3.evaluate(start, progress=False).percent_of_optimal)
@@ -211,8 +235,10 @@ def test_decision_aware_fit_improves_the_greedy_policy(oracle_2x3, tmp_path):
 
 
 def test_capacity_cli_writes_the_network_and_summary(tmp_path):
-    args = parse_dataclass(capacity.Args, ["--board", "2x3", "--epochs", "2", "--alpha", "1", "--decay", "1",
-                                           "--out", str(tmp_path / "c.npz")])  # fmt: skip
+    args = parse_dataclass(
+        capacity.Args,
+        ["--board", "2x3", "--epochs", "2", "--alpha", "1", "--decay", "1", "--out", str(tmp_path / "c.npz")],
+    )
     summary = capacity.run(args, progress=False)
     assert summary["percent_of_optimal"] == pytest.approx(100.0, abs=1e-4)
     assert (tmp_path / "c.npz").exists() and (tmp_path / "c.json").exists()
@@ -232,9 +258,25 @@ def test_eval_every_parsing():
 @pytest.mark.slow
 def test_train_td_writes_an_exact_learning_curve(tmp_path):
     out = tmp_path / "td.npz"
-    summary = train_td.train(parse_dataclass(train_td.Args, [
-        "--board", "2x3", "--games", "3000", "--round", "500", "--minutes", "0", "--eval-every", "2000",
-        "--out", str(out)]))  # fmt: skip
+    summary = train_td.train(
+        parse_dataclass(
+            train_td.Args,
+            [
+                "--board",
+                "2x3",
+                "--games",
+                "3000",
+                "--round",
+                "500",
+                "--minutes",
+                "0",
+                "--eval-every",
+                "2000",
+                "--out",
+                str(out),
+            ],
+        )
+    )
     path = tmp_path / "td.curve.csv"
     with open(path, newline="") as fh:
         assert tuple(csv.DictReader(fh).fieldnames) == COLUMNS
@@ -269,8 +311,7 @@ def test_canonical_frame_maps_boards_and_moves(cells, action):
     ids = np.array([B.pack(np.array(cells, np.uint8).reshape(3, 3))], np.uint64)
     canon, which = canonical_frame(ids, 3, 3)
     assert canon[0] == B.canonical(ids, 3, 3)[0]
-    np.testing.assert_array_equal(masks_to_frame(B.legal_actions(ids, 3, 3), which, 3, 3),
-                                  B.legal_actions(canon, 3, 3))  # fmt: skip
+    np.testing.assert_array_equal(masks_to_frame(B.legal_actions(ids, 3, 3), which, 3, 3), B.legal_actions(canon, 3, 3))
     framed = masks_to_frame(np.eye(4, dtype=bool)[[action]], which, 3, 3).argmax(axis=1)
     after, reward = B.move(ids, action, 3, 3)
     after_c, reward_c = B.move(canon, framed, 3, 3)
@@ -282,8 +323,7 @@ def test_canonical_frame_maps_boards_and_moves(cells, action):
 def test_labels_are_the_oracles_best_moves(oracle_2x3):
     """Boards met by the learner's own play (DAgger) carry the oracle's legal and optimal moves."""
     learner = NTupleAgent(2, 3, seed=0)
-    data, steps = collect_states(oracle_2x3, learner, 600, seed=3, expert_fraction=0.3,
-                                 expert=OptimalAgent(oracle_2x3))  # fmt: skip
+    data, steps = collect_states(oracle_2x3, learner, 600, seed=3, expert_fraction=0.3, expert=OptimalAgent(oracle_2x3))
     assert len(data) == 600 and steps >= 600
     for b, legal, optimal in zip(data.ids[:200], data.legal[:200], data.optimal[:200], strict=True):
         np.testing.assert_array_equal(legal, B.legal_actions(b, 2, 3))
@@ -316,8 +356,23 @@ def test_policy_net_fit_save_load_and_spec(oracle_2x3, tmp_path):
 
 
 def test_imitate_cli_curve_counts_labels(tmp_path):
-    args = parse_dataclass(imitate.Args, ["--board", "2x3", "--learner", "ntuple", "--method", "dagger", "--labels",
-                                          "900", "--rounds", "3", "--out", str(tmp_path / "d")])  # fmt: skip
+    args = parse_dataclass(
+        imitate.Args,
+        [
+            "--board",
+            "2x3",
+            "--learner",
+            "ntuple",
+            "--method",
+            "dagger",
+            "--labels",
+            "900",
+            "--rounds",
+            "3",
+            "--out",
+            str(tmp_path / "d"),
+        ],
+    )
     summary = imitate.run(args, progress=False)
     rows = read_curve(tmp_path / "d.curve.csv")
     assert [r["labels"] for r in rows] == [300, 600, 900]

@@ -133,8 +133,11 @@ def test_keys_and_owners_of_boards_match_pure_python_on_any_number_of_threads():
 
 
 #: (board, objective, spawn model) -> (workers, threshold exponent): each spec with another cut.
-CUTS = {("2x3", "score", "random"): (3, 3), ("2x3", "tile:6", "adversarial"): (2, 4),
-        ("3x2", "score", "optimistic"): (1, 3)}  # fmt: skip
+CUTS = {
+    ("2x3", "score", "random"): (3, 3),
+    ("2x3", "tile:6", "adversarial"): (2, 4),
+    ("3x2", "score", "optimistic"): (1, 3),
+}
 
 
 @pytest.fixture(scope="module")
@@ -171,8 +174,9 @@ def test_many_columns_and_crossing_moves_give_the_golden_table(tmp_path, toleran
     are split across several (spawns then cross between the parts' owners), and the states that other workers own
     of the next age are handed to them; without rebalancing or splitting nothing moves."""
     spec = spec_of("2x4-tile6")
-    out = build_by_material(spec, tmp_path / "t", 4, 3, progress=False, keep_work=True, tolerance=tolerance,
-                            split=split).out  # fmt: skip
+    out = build_by_material(
+        spec, tmp_path / "t", 4, 3, progress=False, keep_work=True, tolerance=tolerance, split=split
+    ).out
     assert checksums_of(out) == golden("2x4-tile6")
     work = WorkDir(tmp_path / "t.work", spec, SOLVER_VERSION, layout={"backend": "material", "workers": 4, "low": 3})
     owners = {int(o) for c in work.forward_counts for o in work.forward_extra(c.age)["owners"]}
@@ -423,18 +427,43 @@ def test_material_balance_reads_each_workers_counts_from_the_journal(tmp_path, c
     # The figures from seconds the test sets, on the same journal: forward, the workers take 1, 2 and 3 s an age,
     # 0.5, 0.5 and 1 s of it before the exchange, the driver's wall 7 s, and 1 ms per afterstate under the exchange;
     # backward 4, 4 and 4 s (2, 1 and 0 s before it), wall 12.5 s with 0.25 s waiting for writes, 3 ms per afterstate.
-    _with_seconds(tmp_path / "t.work", {"busy_s": [1.0, 2.0, 3.0], "first_s": [0.5, 0.5, 1.0], "wall_s": 7.0,
-                                         "under_per_item": 0.001},
-                  {"busy_s": [4.0, 4.0, 4.0], "first_s": [2.0, 1.0, 0.0], "wall_s": 12.5, "write_wait_s": 0.25,
-                   "under_per_item": 0.003})  # fmt: skip
+    _with_seconds(
+        tmp_path / "t.work",
+        {"busy_s": [1.0, 2.0, 3.0], "first_s": [0.5, 0.5, 1.0], "wall_s": 7.0, "under_per_item": 0.001},
+        {
+            "busy_s": [4.0, 4.0, 4.0],
+            "first_s": [2.0, 1.0, 0.0],
+            "wall_s": 12.5,
+            "write_wait_s": 0.25,
+            "under_per_item": 0.003,
+        },
+    )
     timed = balance(tmp_path / "t.work")
     n = timed["forward"]["ages"]
-    assert timed["forward"] == pytest.approx({"ages": n, "busiest_s": 3 * n, "even_s": 2 * n, "all_s": 6 * n,
-                                              "imbalance": 1.5, "barrier_path_s": (1 + 2) * n, "wall_s": 7 * n,
-                                              "write_wait_s": 0})  # fmt: skip
-    assert timed["backward"] == pytest.approx({"ages": n, "busiest_s": 4 * n, "even_s": 4 * n, "all_s": 12 * n,
-                                               "imbalance": 1.0, "barrier_path_s": (2 + 4) * n, "wall_s": 12.5 * n,
-                                               "write_wait_s": 0.25 * n})  # fmt: skip
+    assert timed["forward"] == pytest.approx(
+        {
+            "ages": n,
+            "busiest_s": 3 * n,
+            "even_s": 2 * n,
+            "all_s": 6 * n,
+            "imbalance": 1.5,
+            "barrier_path_s": (1 + 2) * n,
+            "wall_s": 7 * n,
+            "write_wait_s": 0,
+        }
+    )
+    assert timed["backward"] == pytest.approx(
+        {
+            "ages": n,
+            "busiest_s": 4 * n,
+            "even_s": 4 * n,
+            "all_s": 12 * n,
+            "imbalance": 1.0,
+            "barrier_path_s": (2 + 4) * n,
+            "wall_s": 12.5 * n,
+            "write_wait_s": 0.25 * n,
+        }
+    )
     assert timed["critical_path_s"] == pytest.approx(7 * n) and timed["all_work_s"] == pytest.approx(18 * n)
     items = sum(e["forward"]["states"] + e["forward"]["afterstates"] for e in counted)
     per_item = 18 * n / items  # the build's mean seconds per state or afterstate

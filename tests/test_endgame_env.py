@@ -111,8 +111,15 @@ def test_the_benchmark_runs_on_a_pattern(corner_table, tmp_path):
     assert rows["optimal"]["exact_value"] == pytest.approx(result["optimal_value"], abs=1e-7)
     assert (tmp_path / "custom-16" / "benchmark.md").exists()
     with pytest.raises(ValueError, match="solves pattern custom"):
-        run(None, ["random"], episodes=2, out=tmp_path, table=corner_table, progress=False,
-            pattern={**CORNER, "target": 32})  # fmt: skip
+        run(
+            None,
+            ["random"],
+            episodes=2,
+            out=tmp_path,
+            table=corner_table,
+            progress=False,
+            pattern={**CORNER, "target": 32},
+        )
 
 
 @pytest.mark.parametrize("invalid_action", ["noop", "raise"])

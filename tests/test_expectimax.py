@@ -85,8 +85,9 @@ def test_search_under_a_patterns_rules_matches_brute_force(free):
     rules = Pattern.from_dict(CORNER_T).rules
     for depth in (1, 2):
         agent = ExpectimaxAgent(3, 3, depth=depth, heuristic=(3.0, 5.0, 0.25), cache_size=64, rules=rules)
-        np.testing.assert_allclose(agent.q_values(np.array(grid, np.uint8)),
-                                   reference_q_pattern(pattern, grid, depth, leaf), rtol=1e-9)  # fmt: skip
+        np.testing.assert_allclose(
+            agent.q_values(np.array(grid, np.uint8)), reference_q_pattern(pattern, grid, depth, leaf), rtol=1e-9
+        )
 
 
 @given(boards([(2, 2), (3, 3), (4, 4), (4, 3), (2, 3)], max_exp=11))
@@ -104,8 +105,7 @@ def test_heuristic_depth_two_and_three_match_brute_force(case):
     leaf = lambda g: reference_heuristic(g, (3.0, 5.0, 0.25))  # noqa: E731
     for depth in (2, 3) if rows * cols <= 6 else (2,):
         agent = ExpectimaxAgent(rows, cols, depth=depth, heuristic=(3.0, 5.0, 0.25), cache_size=64)
-        np.testing.assert_allclose(agent.q_values(np.array(grid, np.uint8)), reference_q(grid, depth, leaf),
-                                   rtol=1e-9)  # fmt: skip
+        np.testing.assert_allclose(agent.q_values(np.array(grid, np.uint8)), reference_q(grid, depth, leaf), rtol=1e-9)
 
 
 @pytest.fixture(scope="module")

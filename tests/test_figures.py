@@ -20,16 +20,18 @@ def reference_statistics(layer, rows, cols, p4=0.1) -> list[float]:
     for s in layer["states"].tolist():
         grid = naive.unpack(s, rows, cols)
         empty += len(naive.empty_cells(grid))
-        q = sorted(r + value[naive.canonical(after)] for a in range(4)
-                   for after, r in [naive.move(grid, a)] if after != grid)  # fmt: skip
+        q = sorted(
+            r + value[naive.canonical(after)] for a in range(4) for after, r in [naive.move(grid, a)] if after != grid
+        )
         if len(q) >= 2:
             multi += 1
             gaps += sum(q[-1] - x for x in q[:-1]) / (len(q) - 1)
             ties += q[-1] - q[-2] < figures.NEAR_TIE
     can_end = p_end = 0.0
     for b in layer["afterstates"].tolist():
-        p = sum(prob for child, prob in naive.spawn_outcomes(naive.unpack(b, rows, cols), p4)
-                if not any(naive.legal(child)))  # fmt: skip
+        p = sum(
+            prob for child, prob in naive.spawn_outcomes(naive.unpack(b, rows, cols), p4) if not any(naive.legal(child))
+        )
         can_end += p > 0
         p_end += p
     best = max(layer["afterstate_values"].tolist(), default=-np.inf)
@@ -45,8 +47,17 @@ def test_layer_statistics_match_reference(board):
     with Table(cached_table(spec, progress=False)) as table:
         for c in table.counts()[::7]:
             layer = table.layer(c.age)
-            got = figures.layer_statistics(layer["states"], layer["afterstates"], layer["afterstate_values"],
-                                           spec.rows, spec.cols, T.moves, T.sym_lines, T.sym_bytes, 0.1)  # fmt: skip
+            got = figures.layer_statistics(
+                layer["states"],
+                layer["afterstates"],
+                layer["afterstate_values"],
+                spec.rows,
+                spec.cols,
+                T.moves,
+                T.sym_lines,
+                T.sym_bytes,
+                0.1,
+            )
             np.testing.assert_allclose(got, reference_statistics(layer, spec.rows, spec.cols), rtol=1e-9)
             checked += c.states
     assert checked > 1000

@@ -10,10 +10,16 @@ from solver.build import build
 from solver.provision import cached_table
 
 
-@pytest.mark.parametrize(("name", "threads", "layout"), [
-    ("2x3-score", 1, "file"), ("2x3-score", 2, "directory"), ("2x4-tile6", 1, "directory"),
-    ("2x4-tile6", 2, "file"), pytest.param("2x4-score", 2, "directory", marks=pytest.mark.slow),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "threads", "layout"),
+    [
+        ("2x3-score", 1, "file"),
+        ("2x3-score", 2, "directory"),
+        ("2x4-tile6", 1, "directory"),
+        ("2x4-tile6", 2, "file"),
+        pytest.param("2x4-score", 2, "directory", marks=pytest.mark.slow),
+    ],
+)
 def test_small_tables_match_the_golden_checksums(tmp_path, name, threads, layout):
     out = tmp_path / "t"
     build(spec_of(name), out, threads=threads, progress=False, layout=layout)

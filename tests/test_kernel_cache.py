@@ -36,8 +36,14 @@ def _copy_of_env2048(parent: Path) -> Path:
 
 def _probe(site: Path, **env: str) -> dict:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_CACHE") and k != "PYTHONPATH"}
-    result = subprocess.run([sys.executable, "-c", PROBE], cwd=site, env={**clean, "PYTHONPATH": str(site), **env},
-                            capture_output=True, text=True, check=True)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        cwd=site,
+        env={**clean, "PYTHONPATH": str(site), **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
@@ -72,8 +78,9 @@ def test_a_changed_kernel_module_gets_its_own_cache_directory(tmp_path):
 
 def test_numba_cache_dir_still_wins(tmp_path):
     mine = tmp_path / "numba-cache-dir"
-    probe = _probe(_copy_of_env2048(tmp_path / "a"), SOLVED2048_NUMBA_CACHE=str(tmp_path / "unused"),
-                   NUMBA_CACHE_DIR=str(mine))  # fmt: skip
+    probe = _probe(
+        _copy_of_env2048(tmp_path / "a"), SOLVED2048_NUMBA_CACHE=str(tmp_path / "unused"), NUMBA_CACHE_DIR=str(mine)
+    )
     assert Path(probe["path"]).is_relative_to(mine) and not (tmp_path / "unused").exists()
 
 

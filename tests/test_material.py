@@ -64,8 +64,12 @@ def test_histogram_and_crossing_pairs_match_a_count_by_hand():
     grids = [[[int(v) for v in row] for row in rng.choice([0, 1, 2, 3, 3, 4, 4, 5], size=(3, 3))] for _ in range(300)]
     states = np.unique(np.array([naive.canonical(g) for g in grids], np.uint64))
     grids = [naive.unpack(int(b), 3, 3) for b in states]
-    afterstates = np.unique(np.array([naive.canonical(naive.move(g, a)[0]) for g in grids for a in range(4)
-                                      if naive.move(g, a)[0] != g], np.uint64))  # fmt: skip
+    afterstates = np.unique(
+        np.array(
+            [naive.canonical(naive.move(g, a)[0]) for g in grids for a in range(4) if naive.move(g, a)[0] != g],
+            np.uint64,
+        )
+    )
     spec = SolveSpec.parse("3x3", "score")
     row = measure_age(states, afterstates, spec, lows=(3, 4))
     for low in (3, 4):
@@ -103,8 +107,10 @@ def test_critical_path_replays_the_drivers_assignment_by_hand():
     from experiments.scale.critical_path import calibrate, replay, seconds, summary
 
     pairs_12 = [[0, 1, 1], [1, 18, 4], [1, 99, 5], [17, 18, 2]]
-    ages = {10: row([0, 1, 17], [5, 0, 0], [4, 3, 2], [[0, 1, 3], [0, 17, 2]]),
-            12: row([0, 1, 17, 18], [3, 2, 2, 0], [1, 1, 1, 6], pairs_12)}  # fmt: skip
+    ages = {
+        10: row([0, 1, 17], [5, 0, 0], [4, 3, 2], [[0, 1, 3], [0, 17, 2]]),
+        12: row([0, 1, 17, 18], [3, 2, 2, 0], [1, 1, 1, 6], pairs_12),
+    }
     # age 10: key 0 (4) -> machine 0, key 1 (3) -> 1, key 17 (2) -> 1; age 12: machine loads 1 and 2, key 18 -> 0
     first, second = replay(ages, 8, 2)
     assert (first.busiest, first.busiest_states, first.busiest_afterstates, first.largest_column) == (9, 5, 4, 9)

@@ -59,8 +59,7 @@ def test_value_matches_reference(case):
 def test_staged_value_matches_reference(case):
     rows, cols, grid = case
     if (rows, cols) not in _STAGED:
-        _STAGED[rows, cols] = agent = NTupleAgent(rows, cols, tuples=[[0, 1, 2], [1, 4, 5, 8]], stages=5,
-                                                  stage_shift=5)  # fmt: skip
+        _STAGED[rows, cols] = agent = NTupleAgent(rows, cols, tuples=[[0, 1, 2], [1, 4, 5, 8]], stages=5, stage_shift=5)
         agent.weights[:] = np.random.default_rng(3).standard_normal(agent.weights.size)
     agent = _STAGED[rows, cols]
     assert agent.value(B.pack(np.array(grid))) == pytest.approx(reference_value(agent, grid), rel=1e-5, abs=1e-4)
@@ -138,8 +137,18 @@ def test_temporal_coherence_update_matches_reference():
     e = np.zeros(agent.weights.size)
     a = np.zeros(agent.weights.size)
     for error in (1.0, -0.5, 2.0, -1.0):
-        _update_tc(b, error, 0.1, agent.weights, agent.coherence_e, agent.coherence_a, agent.offsets,
-                   agent.rows_cells, agent.rows_tuple, agent.layout)  # fmt: skip
+        _update_tc(
+            b,
+            error,
+            0.1,
+            agent.weights,
+            agent.coherence_e,
+            agent.coherence_a,
+            agent.offsets,
+            agent.rows_cells,
+            agent.rows_tuple,
+            agent.layout,
+        )
         for j in reference_slots(agent, grid):
             rate = abs(e[j]) / a[j] if a[j] > 0 else 1.0
             weights[j] += 0.1 * rate * error

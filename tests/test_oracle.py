@@ -130,8 +130,11 @@ def largest_dataset(path):
     """``(name, byte offset, byte size)`` of the largest dataset of an HDF5 file."""
     found = []
     with h5py.File(path, "r") as f:
-        f.visititems(lambda name, obj: found.append((obj.nbytes, name, obj.id.get_offset()))
-                     if isinstance(obj, h5py.Dataset) else None)  # fmt: skip
+        f.visititems(
+            lambda name, obj: (
+                found.append((obj.nbytes, name, obj.id.get_offset())) if isinstance(obj, h5py.Dataset) else None
+            )
+        )
     size, name, offset = max(found)
     return name, offset, size
 
@@ -152,8 +155,9 @@ def test_damaged_v2_tables_name_what_is_wrong(table_2x3, tmp_path):
     # cut inside the dataset that ends last: HDF5 itself sees the file is short
     with h5py.File(table_2x3, "r") as f:
         ends = []
-        f.visititems(lambda n, o: ends.append(o.id.get_offset() + o.nbytes)
-                     if isinstance(o, h5py.Dataset) and o.nbytes else None)  # fmt: skip
+        f.visititems(
+            lambda n, o: ends.append(o.id.get_offset() + o.nbytes) if isinstance(o, h5py.Dataset) and o.nbytes else None
+        )
     cut = tmp_path / "cut.h5"
     cut.write_bytes(table_2x3.read_bytes()[: max(ends) - 8])
     with pytest.raises(TableError, match="cut.h5 is not a readable HDF5 table.*truncated"):
@@ -239,8 +243,9 @@ def test_random_agent_regret_estimates_the_score_gap(oracle_2x3):
 
 
 def test_report_serialises_and_plots(oracle_2x3, tmp_path):
-    report = oracle_2x3.regret(lambda obs, info: int(np.flatnonzero(info["action_mask"])[0]), episodes=20,
-                               progress=False)  # fmt: skip
+    report = oracle_2x3.regret(
+        lambda obs, info: int(np.flatnonzero(info["action_mask"])[0]), episodes=20, progress=False
+    )
     assert isinstance(report, RegretReport)
     data = json.loads(report.to_json(tmp_path / "r.json"))
     assert data["episodes"] == 20 and len(data["ages"]) == len(data["visits"]) == len(data["mean_regret_by_age"])
@@ -304,8 +309,10 @@ def test_evaluate_matches_monte_carlo(oracle_2x3):
     assert abs(played.mean_score - exact.value) <= played.score_ci
     assert abs(played.mean_regret - exact.gap) <= max(played.regret_ci, 1e-9)
     assert exact.consistency < 2 * oracle_2x3.value_error[0] * oracle_2x3.start_value + 1e-9
-    values = {s: oracle_2x3.evaluate(type("R", (RandomAgent,), {"symmetric": s})(), progress=False).value
-              for s in (False, True)}  # fmt: skip
+    values = {
+        s: oracle_2x3.evaluate(type("R", (RandomAgent,), {"symmetric": s})(), progress=False).value
+        for s in (False, True)
+    }
     assert values[False] == pytest.approx(values[True], abs=1e-9)
 
 
@@ -455,8 +462,12 @@ def test_processes_asking_for_one_missing_table_build_it_once(tmp_path):
 
     code = "from oracle import Oracle; print(repr(Oracle.for_board('2x3', progress=False).start_value))"
     env = {**os.environ, "SOLVED2048_HOME": str(tmp_path)}
-    runs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True) for _ in range(3)]  # fmt: skip
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
     results = [run.communicate(timeout=300) for run in runs]
     assert [run.returncode for run in runs] == [0, 0, 0], [err[-2000:] for _, err in results]
     values = {out.strip() for out, _ in results}

@@ -35,8 +35,18 @@ MAX_BOARDS = 4096
 def serve_args(table, *options, stop_after: float = 600) -> list[str]:
     """The command of a server of ``table`` on a free port of 127.0.0.1 that stops by itself at the latest after
     ``stop_after`` seconds."""
-    return [sys.executable, "-m", "oracle", "serve", str(table), "--port", "0", "--stop-after", str(stop_after),
-            *options]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "oracle",
+        "serve",
+        str(table),
+        "--port",
+        "0",
+        "--stop-after",
+        str(stop_after),
+        *options,
+    ]
 
 
 def read_url(proc: subprocess.Popen, log: Path) -> str:
@@ -51,8 +61,9 @@ def read_url(proc: subprocess.Popen, log: Path) -> str:
 def serving(table, log: Path, *options):
     """``(url, process)`` of a server of ``table`` (its log to ``log``); stopped with SIGTERM at the end."""
     with open(log, "w") as err:
-        proc = subprocess.Popen(serve_args(table, *options), stdout=subprocess.PIPE, stderr=err, text=True,
-                                start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            serve_args(table, *options), stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True
+        )
     try:
         yield read_url(proc, log), proc
     finally:
@@ -117,8 +128,11 @@ def test_every_reachable_board_answers_bit_for_bit_as_the_local_oracle(local, re
     assert remote.start_value == local.start_value
     for name in ("start_ids", "start_probs", "start_values"):
         np.testing.assert_array_equal(getattr(remote, name), getattr(local, name))
-    assert (remote.spec, remote.value_error, remote.tie_tolerance) == (local.spec, local.value_error,
-                                                                       local.tie_tolerance)  # fmt: skip
+    assert (remote.spec, remote.value_error, remote.tie_tolerance) == (
+        local.spec,
+        local.value_error,
+        local.tie_tolerance,
+    )
     board = np.array([[1, 2, 0], [0, 1, 0]])
     assert remote.action_regret(board, 2) == local.action_regret(board, 2)
 
@@ -150,15 +164,22 @@ def test_info_names_the_table_and_its_checksum(server, http, local):
 def test_one_board_in_json(server, http, local):
     board = np.array([[1, 2, 0], [0, 1, 0]])
     for form in (int(local._packed(board)[0][0]), hex(int(local._packed(board)[0][0])), board.tolist()):
-        answer = http.request("POST", server[0] + "/v1/q", body=json.dumps({"board": form}),
-                              headers={"Content-Type": "application/json"})  # fmt: skip
+        answer = http.request(
+            "POST", server[0] + "/v1/q", body=json.dumps({"board": form}), headers={"Content-Type": "application/json"}
+        )
         assert answer.status == 200
         got = json.loads(answer.data)
         want = local.q_values(board)
         assert got["status"] == "ok"
         assert [np.nan if v is None else v for v in got["q"]] == pytest.approx(want.tolist(), nan_ok=True, abs=0)
-    answer = json.loads(http.request("POST", server[0] + "/v1/afterstate", body=json.dumps({"board": [[9, 9, 9],
-                        [9, 9, 9]]}), headers={"Content-Type": "application/json"}).data)  # fmt: skip
+    answer = json.loads(
+        http.request(
+            "POST",
+            server[0] + "/v1/afterstate",
+            body=json.dumps({"board": [[9, 9, 9], [9, 9, 9]]}),
+            headers={"Content-Type": "application/json"},
+        ).data
+    )
     assert answer == {"value": None, "status": "not_in_table"}
 
 
@@ -182,8 +203,9 @@ def test_one_board_in_json(server, http, local):
         ("GET", "/v1/../../etc/passwd", None, None, 404, "no such endpoint"),
     ],
 )
-def test_refusals_say_what_was_wrong_and_never_send_a_traceback(server, http, method, path, body, content_type,
-                                                                 status, match):  # fmt: skip
+def test_refusals_say_what_was_wrong_and_never_send_a_traceback(
+    server, http, method, path, body, content_type, status, match
+):
     headers = {"Content-Type": content_type} if content_type else {}
     answer = http.request(method, server[0] + path, body=body, headers=headers)
     assert answer.status == status, answer.data[:300]
@@ -203,8 +225,10 @@ def test_a_slow_client_gets_408_and_holds_no_one_else(server, remote, reachable)
     host, port = server[0].removeprefix("http://").rsplit(":", 1)
     # the socket's timeout only guards against a server that never answers: the 408 is due after 1 s
     with socket.create_connection((host, int(port)), timeout=120) as slow:
-        slow.sendall(b"POST /v1/q HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n"
-                     b"Content-Length: 800\r\n\r\n" + b"\0" * 8)  # fmt: skip
+        slow.sendall(
+            b"POST /v1/q HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n"
+            b"Content-Length: 800\r\n\r\n" + b"\0" * 8
+        )
         remote.q_values(reachable[0][:100])
         # answered while the slow body is still awaited: nothing has come back on the slow connection yet
         assert select.select([slow], [], [], 0)[0] == []
@@ -315,8 +339,9 @@ def test_the_benchmark_takes_a_served_table(server, table_2x3, tmp_path):
 
 def test_the_server_listens_on_the_loopback_only_and_stops_cleanly_on_sigterm(table_2x3, tmp_path):
     watch = SocketWatch(tmp_path / "trace")
-    with watch.run(serve_args(table_2x3, stop_after=120), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                   text=True) as proc:  # fmt: skip
+    with watch.run(
+        serve_args(table_2x3, stop_after=120), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as proc:
         url = read_url(proc, tmp_path / "none")
         with Oracle.connect(url) as oracle:
             assert oracle.value(np.array([[1, 1, 0], [0, 0, 0]])) > 0

@@ -27,17 +27,20 @@ from solver.spec import SolveSpec
 GOOD = {"rows": 2, "cols": 4, "grid": [". . . 128", ". . t 64"], "target": 16}
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"grid": ["64 128 256 512", "1024 2048 4096 8192"]}, "no free cell"),
-    ({"grid": [". . . 16", ". . t 64"]}, "fixed tile 16 at row 0, col 3 is not larger than 16"),
-    ({"target": 12}, "target must be a tile"),
-    ({"target": 4}, "target must be a power of two from 8"),
-    ({"grid": [". . . 128"]}, "grid must be a list of 2 strings"),
-    ({"grid": [". . 128", ". . t 64"]}, "has 3 cells; the board has 4 columns"),
-    ({"rows": 3, "cols": 6, "grid": [". . . . . ."] * 3}, "18 cells; patterns have at most 16"),
-    ({"grid": [". . x 128", ". . t 64"]}, "'x' is not '.', 't' or a tile value"),
-    ({"colour": 1}, "unknown pattern keys ['colour']"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"grid": ["64 128 256 512", "1024 2048 4096 8192"]}, "no free cell"),
+        ({"grid": [". . . 16", ". . t 64"]}, "fixed tile 16 at row 0, col 3 is not larger than 16"),
+        ({"target": 12}, "target must be a tile"),
+        ({"target": 4}, "target must be a power of two from 8"),
+        ({"grid": [". . . 128"]}, "grid must be a list of 2 strings"),
+        ({"grid": [". . 128", ". . t 64"]}, "has 3 cells; the board has 4 columns"),
+        ({"rows": 3, "cols": 6, "grid": [". . . . . ."] * 3}, "18 cells; patterns have at most 16"),
+        ({"grid": [". . x 128", ". . t 64"]}, "'x' is not '.', 't' or a tile value"),
+        ({"colour": 1}, "unknown pattern keys ['colour']"),
+    ],
+)
 def test_bad_patterns_get_errors_naming_what_is_wrong(change, message):
     with pytest.raises(PatternError, match=message.replace("(", r"\(").replace("[", r"\[")):
         Pattern.from_dict({**GOOD, **change})
@@ -78,9 +81,16 @@ def _outcomes(ids, rows, cols, moves, rules):
 RULES_CASES = [
     GOOD,
     {"rows": 3, "cols": 3, "grid": [". . .", ". 32 .", "t . ."], "target": 8},
-    {"rows": 2, "cols": 4, "grid": [". . . .", "64 32 . ."], "target": 16, "cap": 8, "precedence": "failure",
-     "success": [[[1, 2, 8], [1, 3, 8]], [[1, 2, 8], [0, 2, 8]]]},
-]  # fmt: skip
+    {
+        "rows": 2,
+        "cols": 4,
+        "grid": [". . . .", "64 32 . ."],
+        "target": 16,
+        "cap": 8,
+        "precedence": "failure",
+        "success": [[[1, 2, 8], [1, 3, 8]], [[1, 2, 8], [0, 2, 8]]],
+    },
+]
 
 
 @settings(max_examples=40, deadline=None)
@@ -117,9 +127,13 @@ AGREEMENT = {
     "2x4-targets": GOOD,
     "3x3-corner": {"rows": 3, "cols": 3, "grid": [". . .", ". . .", ". . 256"], "target": 16},
     "2x4-pairs": RULES_CASES[2],
-    "4x4-9-free": {"rows": 4, "cols": 4, "grid": [". . . .", ". . . .", ". 64 128 256", "4096 2048 1024 512"],
-                   "target": 8},
-}  # fmt: skip
+    "4x4-9-free": {
+        "rows": 4,
+        "cols": 4,
+        "grid": [". . . .", ". . . .", ". 64 128 256", "4096 2048 1024 512"],
+        "target": 8,
+    },
+}
 
 
 @pytest.mark.slow
@@ -159,13 +173,31 @@ def test_the_cli_builds_a_pattern_file_and_reports_the_pattern(tmp_path, capsys)
     path = tmp_path / "corner.json"
     path.write_text(json.dumps(AGREEMENT["3x3-corner"]))
     out = tmp_path / "t"
-    assert solver_main(["build", "--board", "3x3", "--pattern", str(path), "--target", "32", "--quiet",
-                        "--layout", "directory", "--out", str(out)]) == 0  # fmt: skip
+    assert (
+        solver_main(
+            [
+                "build",
+                "--board",
+                "3x3",
+                "--pattern",
+                str(path),
+                "--target",
+                "32",
+                "--quiet",
+                "--layout",
+                "directory",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert solver_main(["info", str(out), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert solver_main(["enumerate", "--board", "3x3", "--pattern", str(path), "--target", "32", "--quiet",
-                        "--json"]) == 0  # fmt: skip
+    assert (
+        solver_main(["enumerate", "--board", "3x3", "--pattern", str(path), "--target", "32", "--quiet", "--json"]) == 0
+    )
     counts = json.loads(capsys.readouterr().out)
     expected = {**AGREEMENT["3x3-corner"], "name": "corner", "target": 32}
     assert info["pattern"] == counts["pattern"] == Pattern.from_dict(expected).to_dict()

@@ -48,8 +48,15 @@ def test_the_workers_calls_compile_no_signature_a_build_and_the_priced_env_do_no
     kernels = [k for part in KERNELS.values() for k in part]
     before = {k.py_func.__qualname__: set(k.signatures) for k in kernels}
     assert all(before.values()), before
-    calls = spy_on(monkeypatch, [(backward, "state_values_grouped"), (backward, "afterstate_values_grouped"),
-                                 (env2048.env, "step_kernel"), (lookup, "q_values_block")])  # fmt: skip
+    calls = spy_on(
+        monkeypatch,
+        [
+            (backward, "state_values_grouped"),
+            (backward, "afterstate_values_grouped"),
+            (env2048.env, "step_kernel"),
+            (lookup, "q_values_block"),
+        ],
+    )
     precompile.compile_backward(spec)
     precompile.compile_backward(SolveSpec.parse("3x3"))
     precompile.compile_env(spec)
@@ -103,8 +110,15 @@ def test_a_worker_fills_an_empty_cache_for_the_next_process(tmp_path, monkeypatc
         if worker.poll() is None:
             worker.kill()
             worker.wait()
-    result = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=dict(os.environ), capture_output=True,
-                            text=True, check=True, timeout=300)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        cwd=ROOT,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
     probe = json.loads(result.stdout.strip().splitlines()[-1])
     assert probe == {"cached": True, "hits": 1, "misses": 0}
 

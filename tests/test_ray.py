@@ -44,8 +44,7 @@ CASES = [("2x3", 2, 3), ("2x4-64", 2, 4)]
 @pytest.mark.parametrize(("name", "n_workers", "low"), CASES)
 def test_ray_tables_are_identical_to_the_local_build(ray_local, tmp_path, name, n_workers, low):
     out = tmp_path / name
-    report, restarts = build_on_actors(SPECS[name], out, workers(n_workers), low=low, progress=False,
-                                       keep_work=True)  # fmt: skip
+    report, restarts = build_on_actors(SPECS[name], out, workers(n_workers), low=low, progress=False, keep_work=True)
     assert checksums(out) == golden_checksums(name)
     assert report.threads == n_workers and restarts == 0
     # every worker ran in its own actor process, and the workers exchanged crossing afterstates
@@ -81,8 +80,9 @@ def test_an_actor_killed_mid_age_is_replaced_and_the_build_resumes(ray_local, tm
     markers.mkdir()
     monkeypatch.setenv(KILL_ENV, f"settle:1:100;{markers}")
     work = tmp_path / "t.work"
-    report, restarts = build_on_actors(SPECS["2x3"], tmp_path / "t", workers(2), work_dir=work, progress=False,
-                                       keep_work=True)  # fmt: skip
+    report, restarts = build_on_actors(
+        SPECS["2x3"], tmp_path / "t", workers(2), work_dir=work, progress=False, keep_work=True
+    )
     assert (markers / "settle-1-100").exists() and restarts == 1
     dead = int((markers / "settle-1-100").read_text())
     assert json.loads((work / "actors" / "w0001.json").read_text())["pid"] != dead  # the replacement wrote it
@@ -94,14 +94,28 @@ def test_cli_builds_on_a_private_ray_on_the_loopback(tmp_path):
     traced and sampled from start to shutdown, uses loopback addresses only, while an unrelated process connects
     in a loop to 127.0.0.2, which the watch counts as off the loopback: those connections are not blamed."""
     out = tmp_path / "cli"
-    args = [sys.executable, "-m", "solver", "build", "--board", "2x3", "--backend", "ray", "--threads", "2",
-            "--material-tile", "16", "--quiet", "--out", str(out)]  # fmt: skip
+    args = [
+        sys.executable,
+        "-m",
+        "solver",
+        "build",
+        "--board",
+        "2x3",
+        "--backend",
+        "ray",
+        "--threads",
+        "2",
+        "--material-tile",
+        "16",
+        "--quiet",
+        "--out",
+        str(out),
+    ]
     # a RAY_ADDRESS in the environment (or another Ray on the machine) must not be joined: the Ray is private
     env = {**os.environ, "RAY_ADDRESS": "127.0.0.1:9"}
     with unrelated_traffic("127.0.0.2", pause=0.05) as other:
         watch = SocketWatch(tmp_path / "trace", treat_as_remote=[other.address])
-        with watch.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                                              text=True, env=env) as proc:  # fmt: skip
+        with watch.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as proc:
             stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr
     assert "on 1 machine ->" in stdout
@@ -128,8 +142,11 @@ def test_cli_refuses_a_table_file_and_bad_options_on_ray(tmp_path):
         (["--split", "off"], "--backend ray"),
     ]
     for wrong, message in wrongs:
-        run = subprocess.run([sys.executable, "-m", "solver", "build", "--board", "2x2", *wrong,
-                              "--out", str(tmp_path / "t")], capture_output=True, text=True)  # fmt: skip
+        run = subprocess.run(
+            [sys.executable, "-m", "solver", "build", "--board", "2x2", *wrong, "--out", str(tmp_path / "t")],
+            capture_output=True,
+            text=True,
+        )
         assert run.returncode == 2, wrong
         assert message in run.stderr, run.stderr
 

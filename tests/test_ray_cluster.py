@@ -43,8 +43,7 @@ def test_three_node_cluster_with_killed_workers_builds_identical_tables_on_the_l
     with unrelated_traffic("127.0.0.2", pause=0.05) as other:
         watch = SocketWatch(tmp_path / "trace", treat_as_remote=[other.address])
         args = [sys.executable, str(script), str(tmp_path)]
-        with watch.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                                              text=True, env=env) as proc:  # fmt: skip
+        with watch.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as proc:
             stdout, stderr = proc.communicate(timeout=600)
     assert proc.returncode == 0, stderr[-5000:]
     assert checksums(tmp_path / BUILD) == golden_checksums(BUILD)

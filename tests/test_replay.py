@@ -95,8 +95,9 @@ def test_optimal_agent_has_no_regret(oracle_2x3):
 def test_episode_regret_sums_to_the_reports(oracle_2x3):
     """A benchmark game replayed from its recorded actions is the same game: its per-move regrets sum to the
     report's regret of that episode, and its outcome is the report's score."""
-    report = oracle_2x3.regret(make_agent("greedy", 2, 3, seed=1), episodes=12, seed=40, progress=False,
-                               keep_actions=True)  # fmt: skip
+    report = oracle_2x3.regret(
+        make_agent("greedy", 2, 3, seed=1), episodes=12, seed=40, progress=False, keep_actions=True
+    )
     assert len(report.episode_actions) == 12
     assert report.mean_regret == pytest.approx(report.episode_regrets.mean(), rel=1e-12)
     assert report.moves == sum(len(a) for a in report.episode_actions)
@@ -169,8 +170,24 @@ def test_frames_are_the_envs_rgb_array_with_annotations(random_games, tmp_path):
 
 def test_replay_cli(oracle_2x3, tmp_path, capsys):
     out = tmp_path / "replay.html"
-    replay.main(["--board", "2x3", "--agent", "greedy", "--episodes", "3", "--seed", "4", "--out", str(out),
-                 "--gif", str(tmp_path / "g.gif"), "--strip", str(tmp_path / "s.png")])  # fmt: skip
+    replay.main(
+        [
+            "--board",
+            "2x3",
+            "--agent",
+            "greedy",
+            "--episodes",
+            "3",
+            "--seed",
+            "4",
+            "--out",
+            str(out),
+            "--gif",
+            str(tmp_path / "g.gif"),
+            "--strip",
+            str(tmp_path / "s.png"),
+        ]
+    )
     data = page_json(out.read_text())
     assert [e["seed"] for e in data["episodes"]] == [4, 5, 6]
     assert data["start_value"] == oracle_2x3.start_value

@@ -98,14 +98,44 @@ def test_sb3_models_trained_on_a_v2_id_are_scored_by_the_suite(tmp_path, capsys)
         model.learn(256)
         model.save(tmp_path / f"{name}.zip")
         out = tmp_path / f"runs-{name}"
-        assert main(["run", "--agent", f"sb3:{tmp_path / name}.zip", "--tasks", "2x4", "--seeds", "1",
-                     "--out", str(out), "--quiet"]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "run",
+                    "--agent",
+                    f"sb3:{tmp_path / name}.zip",
+                    "--tasks",
+                    "2x4",
+                    "--seeds",
+                    "1",
+                    "--out",
+                    str(out),
+                    "--quiet",
+                ]
+            )
+            == 0
+        )
         cell = json.loads((out / "runs" / "2x4" / "seed-0.json").read_text())
         assert cell["method"] == "exact" and 0 <= cell["normalized"] < 1, cell
     other = PPO("MlpPolicy", gym.make("Solved2048-2x3-v2"), n_steps=64, batch_size=32, seed=0, device="cpu")
     other.save(tmp_path / "other.zip")
-    assert main(["run", "--agent", f"sb3:{tmp_path}/other.zip", "--tasks", "2x4", "--seeds", "1",
-                 "--out", str(tmp_path / "refused"), "--quiet"]) != 0  # fmt: skip
+    assert (
+        main(
+            [
+                "run",
+                "--agent",
+                f"sb3:{tmp_path}/other.zip",
+                "--tasks",
+                "2x4",
+                "--seeds",
+                "1",
+                "--out",
+                str(tmp_path / "refused"),
+                "--quiet",
+            ]
+        )
+        != 0
+    )
     err = capsys.readouterr().err
     assert (
         "PPO was trained on 2x3 boards (observation space Box(0, 7, (2, 3), uint8)); this task is 2x4 "

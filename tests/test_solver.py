@@ -168,8 +168,9 @@ def test_3x3_full_game_counts_match_published():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("k", "published", "nonterminal"), [(9, 0.73677417702316, 12_789_511),
-                                                             (10, 0.011337880082527, 25_179_012)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("k", "published", "nonterminal"), [(9, 0.73677417702316, 12_789_511), (10, 0.011337880082527, 25_179_012)]
+)
 def test_3x3_win_probabilities_match_published(tmp_path, k, published, nonterminal):
     attrs = build(SolveSpec.parse("3x3", f"tile:{k}"), tmp_path / "t.h5", progress=False).attrs
     assert attrs["start_value"] == pytest.approx(published, abs=1e-12)
@@ -235,8 +236,12 @@ def test_interrupted_build_resumes_to_identical_datasets(tmp_path, monkeypatch, 
     assert journal_count(tmp_path / "resumed.h5.work", stage.split("-")[0]) == 39
     restore()
     if stage == "backward-checkpoints":
-        kept = solver.build.resumable_ages(WorkDir(tmp_path / "resumed.h5.work", spec, SOLVER_VERSION),
-                                           [c.age for c in run_forward(spec, progress=False)], set(), 2)  # fmt: skip
+        kept = solver.build.resumable_ages(
+            WorkDir(tmp_path / "resumed.h5.work", spec, SOLVER_VERSION),
+            [c.age for c in run_forward(spec, progress=False)],
+            set(),
+            2,
+        )
         assert len(kept) >= 37  # at most the last two solved ages are redone
     build(spec, tmp_path / "resumed.h5", progress=False)
     assert checksums(tmp_path / "resumed.h5") == checksums(tmp_path / "clean.h5")
@@ -263,8 +268,11 @@ def test_interrupted_directory_build_keeps_one_copy_and_resumes(tmp_path, monkey
     assert not list((work / "backward").glob("*.values.npy"))
     written = sorted((out / "ages").glob("*.h5"))
     assert len(written) >= stop - 1
-    solved = [json.loads(line)["backward"] for line in (work / "journal.jsonl").read_text().splitlines()
-              if line.startswith('{"backward"')]  # fmt: skip
+    solved = [
+        json.loads(line)["backward"]
+        for line in (work / "journal.jsonl").read_text().splitlines()
+        if line.startswith('{"backward"')
+    ]
     moved = out / "ages" / f"{solved[0]:06d}.h5"
     moved.rename(tmp_path / "aside.h5")
     with pytest.raises(RuntimeError, match=f"age {solved[0]} as solved, but its table file .* is missing"):
@@ -377,8 +385,16 @@ def test_info_json_shape(tables, capsys):
     path = tables["2x2", "score", "random"]
     assert solver_main(["info", str(path), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert {"board", "objective", "states", "afterstates", "terminal_states", "start_value", "start_values",
-            "ages"} <= set(info)  # fmt: skip
+    assert {
+        "board",
+        "objective",
+        "states",
+        "afterstates",
+        "terminal_states",
+        "start_value",
+        "start_values",
+        "ages",
+    } <= set(info)
     assert info["board"] == "2x2" and info["objective"] == "score"
     assert info["format_version"] == 2 and info["layout"] == "file" and info["bytes"] == path.stat().st_size
     # 2x2 layers are a few boards each: whole words of padding dominate the bits per afterstate
@@ -428,8 +444,10 @@ def test_directory_layout_and_convert_give_the_same_datasets(all_tables, tmp_pat
     spec = SolveSpec.parse("2x3")
     directory = tmp_path / "dir"
     build(spec, directory, layout="directory", progress=False)
-    assert solver_main(["convert", str(all_tables[1, "2x3", "score", "random"]), str(tmp_path / "conv.h5"),
-                        "--quiet"]) == 0  # fmt: skip
+    assert (
+        solver_main(["convert", str(all_tables[1, "2x3", "score", "random"]), str(tmp_path / "conv.h5"), "--quiet"])
+        == 0
+    )
 
     def by_age(path):
         return {name.split(":")[-1]: sha for name, sha in checksums(path).items() if "ages/" in name}

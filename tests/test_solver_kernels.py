@@ -37,8 +37,10 @@ def test_radix_sort_sorts(values, key_bits):
     assert [int(k) for k in keys] == expected
 
 
-@given(st.lists(st.tuples(st.lists(st.integers(1, 500), max_size=40), st.integers(0, 3)), min_size=1, max_size=9),
-       st.sampled_from([1, 3, 16, MERGE_PART]))  # fmt: skip
+@given(
+    st.lists(st.tuples(st.lists(st.integers(1, 500), max_size=40), st.integers(0, 3)), min_size=1, max_size=9),
+    st.sampled_from([1, 3, 16, MERGE_PART]),
+)
 def test_merge_runs_is_sorted_union(runs, part):
     """Runs with slack after them (as the kernels leave), merged in partitions of ``part`` elements."""
     sets = [sorted(set(r)) for r, _ in runs]

@@ -98,8 +98,7 @@ def _strip(data):
 @pytest.mark.slow
 def test_a_run_writes_the_matrix_resumes_and_repeats(tmp_path, capsys):
     out = tmp_path / "greedy"
-    assert suite_main(["run", "--agent", "greedy", "--seeds", "2", "--tasks", "2x4", "--out", str(out),
-                       "--quiet"]) == 0  # fmt: skip
+    assert suite_main(["run", "--agent", "greedy", "--seeds", "2", "--tasks", "2x4", "--out", str(out), "--quiet"]) == 0
     data = json.loads((out / "suite.json").read_text())
     assert data["tasks"] == ["2x4"] and data["seeds"] == 2 and np.shape(data["normalized"]) == (2, 1)
     cell = data["runs"]["2x4"][0]
@@ -223,10 +222,18 @@ def test_the_ppo_trainer_has_a_file_per_task_and_trains_on_the_tasks_game():
 
 
 def _curve_run(task, seed, scores, steps):
-    curve = [{"fraction": k / len(scores), "steps": s, "value": v, "normalized": v, "method": "exact"}
-             for k, (v, s) in enumerate(zip(scores, steps, strict=True))]  # fmt: skip
-    return {"task": task, "seed": seed, "normalized": scores[-1], "curve": curve, "training_regret": 10.0 * seed,
-            "training_moves_priced": 100}  # fmt: skip
+    curve = [
+        {"fraction": k / len(scores), "steps": s, "value": v, "normalized": v, "method": "exact"}
+        for k, (v, s) in enumerate(zip(scores, steps, strict=True))
+    ]
+    return {
+        "task": task,
+        "seed": seed,
+        "normalized": scores[-1],
+        "curve": curve,
+        "training_regret": 10.0 * seed,
+        "training_moves_priced": 100,
+    }
 
 
 def test_curves_aggregate_against_hand_computation(tmp_path):

@@ -43,8 +43,17 @@ def test_train_ppo_saves_a_model_the_benchmark_can_load(tmp_path):
     pytest.importorskip("sb3_contrib")
     from experiments.train import ppo as train_ppo
 
-    args = train_ppo.Args(board="2x2", timesteps=512, n_envs=2, n_steps=128, batch_size=64, n_epochs=1,
-                          checkpoint_every=256, eval_episodes=20, out=str(tmp_path / "ppo"))  # fmt: skip
+    args = train_ppo.Args(
+        board="2x2",
+        timesteps=512,
+        n_envs=2,
+        n_steps=128,
+        batch_size=64,
+        n_epochs=1,
+        checkpoint_every=256,
+        eval_episodes=20,
+        out=str(tmp_path / "ppo"),
+    )
     summary = train_ppo.train(args)
     assert (tmp_path / "ppo" / "model.zip").exists() and len(list((tmp_path / "ppo" / "checkpoints").iterdir())) >= 2
     agent = make_agent(f"ppo:{tmp_path / 'ppo' / 'model.zip'}", 2, 2)
@@ -66,9 +75,20 @@ def test_train_ppo_learning_curve_with_log_rewards_and_exponent_boards(tmp_path)
     from experiments.diagnostics.learning_curve import read_curve
     from experiments.train import ppo as train_ppo
 
-    args = train_ppo.Args(board="2x3", timesteps=1024, n_envs=4, n_steps=64, batch_size=64, n_epochs=1,
-                          obs="exponent", reward="log", eval_episodes=10, eval_every="512", curve_episodes=20,
-                          out=str(tmp_path / "ppo"))  # fmt: skip
+    args = train_ppo.Args(
+        board="2x3",
+        timesteps=1024,
+        n_envs=4,
+        n_steps=64,
+        batch_size=64,
+        n_epochs=1,
+        obs="exponent",
+        reward="log",
+        eval_episodes=10,
+        eval_every="512",
+        curve_episodes=20,
+        out=str(tmp_path / "ppo"),
+    )
     summary = train_ppo.train(args)
     rows = read_curve(tmp_path / "ppo" / "curve.csv")
     assert [r["env_steps"] for r in rows][0] == 0 and rows[-1]["env_steps"] == 1024 and len(rows) >= 3
@@ -87,9 +107,25 @@ def test_ppo_sweep_stops_on_time_and_tabulates_each_setting(tmp_path):
     from experiments.cli import parse_dataclass
     from experiments.train import sweep_ppo
 
-    args = parse_dataclass(sweep_ppo.Args, ["--board", "2x2", "--minutes", "0.02", "--jobs", "2", "--only",
-                                            "baseline,ent-0", "--extra", "--n-envs 4 --n-steps 32 --batch-size 64",
-                                            "--eval-episodes", "30", "--out", str(tmp_path)])  # fmt: skip
+    args = parse_dataclass(
+        sweep_ppo.Args,
+        [
+            "--board",
+            "2x2",
+            "--minutes",
+            "0.02",
+            "--jobs",
+            "2",
+            "--only",
+            "baseline,ent-0",
+            "--extra",
+            "--n-envs 4 --n-steps 32 --batch-size 64",
+            "--eval-episodes",
+            "30",
+            "--out",
+            str(tmp_path),
+        ],
+    )
     sweep_ppo.run(args)
     with open(tmp_path / "sweep.csv") as f:
         rows = list(csv.DictReader(f))

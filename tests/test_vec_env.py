@@ -102,8 +102,9 @@ def test_oracle_and_benchmark_take_an_sb3_model(tmp_path):
     the old name PPOAgent still plays it, with a deprecation warning."""
     oracle = Oracle.for_board("2x3", progress=False)
     masked = MaskablePPO("MlpPolicy", Game2048SB3VecEnv(2, 2, 3), n_steps=32, batch_size=32, seed=0, device="cpu")
-    plain = PPO("MlpPolicy", Game2048SB3VecEnv(2, 2, 3, obs_mode="exponent"), n_steps=32, batch_size=32, seed=0,
-                device="cpu")  # fmt: skip
+    plain = PPO(
+        "MlpPolicy", Game2048SB3VecEnv(2, 2, 3, obs_mode="exponent"), n_steps=32, batch_size=32, seed=0, device="cpu"
+    )
     for model, encoding in ((masked, "onehot"), (plain, "exponent")):
         model.learn(64)
         agent = as_policy(model)

@@ -31,16 +31,23 @@ def main(argv=None) -> None:
     agent.train(10)
     runs = [agent.train(args.games_4x4) for _ in range(args.repeats)]
     rates = [r.moves_per_second for r in runs]
-    print(f"4x4 TD(0), four 6-tuples: {statistics.median(rates):,.0f} training moves/s (median of "
-          f"{', '.join(f'{r:,.0f}' for r in rates)}); mean score of the last run {runs[-1].mean_score:,.0f} after "
-          f"{10 + args.repeats * args.games_4x4} games", flush=True)  # fmt: skip
-    summary = train_td.train(train_td.Args(board="4x4", minutes=0, games=args.train_4x4, round=1000,
-                                           out=args.out, evaluate=False))  # fmt: skip
+    print(
+        f"4x4 TD(0), four 6-tuples: {statistics.median(rates):,.0f} training moves/s (median of "
+        f"{', '.join(f'{r:,.0f}' for r in rates)}); mean score of the last run {runs[-1].mean_score:,.0f} after "
+        f"{10 + args.repeats * args.games_4x4} games",
+        flush=True,
+    )
+    summary = train_td.train(
+        train_td.Args(board="4x4", minutes=0, games=args.train_4x4, round=1000, out=args.out, evaluate=False)
+    )
     test = summary["greedy_1000_games"]
     rates = ", ".join(f"{tile}: {n / 10:.1f}%" for tile, n in test["reached"].items() if int(tile) >= 512)
-    print(f"4x4 after {summary['games']} training games ({summary['train_seconds']:.0f} s, "
-          f"{summary['moves_per_second']:,.0f} moves/s): 1-ply mean score {test['mean_score']:,.0f} over 1000 games; "
-          f"reached {rates}", flush=True)  # fmt: skip
+    print(
+        f"4x4 after {summary['games']} training games ({summary['train_seconds']:.0f} s, "
+        f"{summary['moves_per_second']:,.0f} moves/s): 1-ply mean score {test['mean_score']:,.0f} over 1000 games; "
+        f"reached {rates}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -56,8 +56,9 @@ def design(name: str):
             return afterstate_values(a, T.sym_shift, T.sym_bytes, spec.p4, spec.spawn_code, i2, i4, nc)
 
         def state(s, T, spec, idx, nc):
-            return state_values(s, T, spec.cells, spec.win_exponent, spec.objective == "score", idx, nc,
-                                TIE_TOLERANCE, 0.0)  # fmt: skip
+            return state_values(
+                s, T, spec.cells, spec.win_exponent, spec.objective == "score", idx, nc, TIE_TOLERANCE, 0.0
+            )
 
         return build, after, state
     if name.startswith("slots-g"):
@@ -72,8 +73,9 @@ def design(name: str):
             return afterstate_values_grouped(a, T, spec.p4, spec.spawn_code, i2[:3], i4[:3], nc, group)
 
         def state(s, T, spec, idx, nc):
-            return state_values_grouped(s, T, spec.rules, spec.objective == "score", idx[:3], nc, TIE_TOLERANCE, 0.0,
-                                        group)  # fmt: skip
+            return state_values_grouped(
+                s, T, spec.rules, spec.objective == "score", idx[:3], nc, TIE_TOLERANCE, 0.0, group
+            )
 
         return build, after, state
     raise ValueError(f"unknown design {name!r}: one of {DEFAULT_DESIGNS} (slots-gN for any N)")
@@ -98,8 +100,16 @@ def solve_all(spec: SolveSpec, layers: dict, name: str, steps: dict | None = Non
 
     for age in sorted(layers, reverse=True):
         states, afterstates = layers[age]
-        a_values, missing = timed("afterstate", after, afterstates, T, spec, window.get(age + 2, empty),
-                                  window.get(age + 4, empty), n_chunks_for(afterstates.size))  # fmt: skip
+        a_values, missing = timed(
+            "afterstate",
+            after,
+            afterstates,
+            T,
+            spec,
+            window.get(age + 2, empty),
+            window.get(age + 4, empty),
+            n_chunks_for(afterstates.size),
+        )
         assert missing < 0
         after_index = timed("index", build, afterstates, a_values)
         s_values, best, missing = timed("state", state, states, T, spec, after_index, n_chunks_for(states.size))
@@ -168,8 +178,15 @@ def main(argv=None) -> dict:
             times[name].append(seconds)
             del results
     probes = probe_counts(spec, layers)
-    out = {"board": args.board, "objective": args.objective, "work": work, "threads": threads,
-           "forward_s": forward_s, "probes": probes, "designs": {}}  # fmt: skip
+    out = {
+        "board": args.board,
+        "objective": args.objective,
+        "work": work,
+        "threads": threads,
+        "forward_s": forward_s,
+        "probes": probes,
+        "designs": {},
+    }
     print(f"lookups: {probes['afterstate']:,} by afterstates, {probes['state']:,} by states")
     base = statistics.median(times[names[0]])
     for name in names:
@@ -177,10 +194,17 @@ def main(argv=None) -> dict:
         rate = work / med / threads
         mean_steps = {k: v / args.repeats for k, v in steps[name].items()}
         lookups = {k: probes[k] / mean_steps[k] / threads for k in probes}
-        out["designs"][name] = {"seconds": times[name], "median_s": med, "per_core_second": rate,
-                                "step_seconds": mean_steps, "lookups_per_core_second": lookups}  # fmt: skip
-        print(f"{name:>10}: {med:7.1f} s (median of {args.repeats}), {rate / 1e6:5.2f} M per core-second, "
-              f"{base / med:4.2f}x {names[0]}; identical")  # fmt: skip
+        out["designs"][name] = {
+            "seconds": times[name],
+            "median_s": med,
+            "per_core_second": rate,
+            "step_seconds": mean_steps,
+            "lookups_per_core_second": lookups,
+        }
+        print(
+            f"{name:>10}: {med:7.1f} s (median of {args.repeats}), {rate / 1e6:5.2f} M per core-second, "
+            f"{base / med:4.2f}x {names[0]}; identical"
+        )
         print(
             f"{'':>10}  mean per pass: afterstate kernel {mean_steps['afterstate']:.1f} s "
             f"({lookups['afterstate'] / 1e6:.1f} M lookups per core-second), state kernel "

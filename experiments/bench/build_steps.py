@@ -70,8 +70,9 @@ class StepTimer:
                 self.seconds[(thread, label)] += time.perf_counter() - start
             if name == "layer":
                 states, afterstates = result
-                self.largest = max(self.largest, (states.size + afterstates.size, args[1], states.size,
-                                                  afterstates.size))  # fmt: skip
+                self.largest = max(
+                    self.largest, (states.size + afterstates.size, args[1], states.size, afterstates.size)
+                )
             return result
 
         return raw, classmethod(timed) if isinstance(raw, classmethod) else timed
@@ -105,18 +106,27 @@ def main(argv=None) -> dict:
     work = int(report.attrs["states"]) + int(report.attrs["afterstates"])
     peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     out = {
-        "board": args.board, "objective": args.objective, "threads": threads, "states_plus_afterstates": work,
-        "wall_s": wall, "forward_s": report.forward_s, "backward_s": report.backward_s,
-        "writer_busy_s": report.writer_busy_s, "peak_gb": peak_gb,
+        "board": args.board,
+        "objective": args.objective,
+        "threads": threads,
+        "states_plus_afterstates": work,
+        "wall_s": wall,
+        "forward_s": report.forward_s,
+        "backward_s": report.backward_s,
+        "writer_busy_s": report.writer_busy_s,
+        "peak_gb": peak_gb,
         "largest_layer": dict(zip(("items", "age", "states", "afterstates"), timer.largest, strict=True)),
-        "steps": {f"{thread} {label}": s for (thread, label), s in sorted(timer.seconds.items(),
-                                                                            key=lambda kv: -kv[1])},
-    }  # fmt: skip
+        "steps": {
+            f"{thread} {label}": s for (thread, label), s in sorted(timer.seconds.items(), key=lambda kv: -kv[1])
+        },
+    }
     per_core = work / threads
-    print(f"{args.board} {args.objective}, {threads} threads: {wall:.1f} s; forward {report.forward_s:.1f} s "
-          f"({per_core / report.forward_s / 1e6:.2f} M states+afterstates per core-second), backward "
-          f"{report.backward_s:.1f} s ({per_core / report.backward_s / 1e6:.2f} M); writer thread busy "
-          f"{report.writer_busy_s:.1f} s; peak {peak_gb:.2f} GB; largest layer {out['largest_layer']}")  # fmt: skip
+    print(
+        f"{args.board} {args.objective}, {threads} threads: {wall:.1f} s; forward {report.forward_s:.1f} s "
+        f"({per_core / report.forward_s / 1e6:.2f} M states+afterstates per core-second), backward "
+        f"{report.backward_s:.1f} s ({per_core / report.backward_s / 1e6:.2f} M); writer thread busy "
+        f"{report.writer_busy_s:.1f} s; peak {peak_gb:.2f} GB; largest layer {out['largest_layer']}"
+    )
     for step, seconds in out["steps"].items():
         print(f"{seconds:8.1f} s  {step}")
     if args.json:

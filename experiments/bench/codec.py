@@ -54,10 +54,14 @@ def main(argv=None) -> dict:
     t_decode, decoded = median_seconds(args.repeats, elias_fano.ef_decode, upper, lower, ranks.size, low_bits)
     if not (np.array_equal(again, ranks) and np.array_equal(decoded, ranks)):
         raise AssertionError("a round trip did not give the ranks back")
-    rates = {step: ranks.size / t for step, t in
-             (("unrank", t_unrank), ("rank", t_rank), ("ef_encode", t_encode), ("ef_decode", t_decode))}  # fmt: skip
-    print(f"{args.board} age {args.age}: {ranks.size:,} sorted ranks of {universe:,}, {threads} threads, median of "
-          f"{args.repeats}: " + ", ".join(f"{k} {v / 1e6:.1f} M/s" for k, v in rates.items()))  # fmt: skip
+    rates = {
+        step: ranks.size / t
+        for step, t in (("unrank", t_unrank), ("rank", t_rank), ("ef_encode", t_encode), ("ef_decode", t_decode))
+    }
+    print(
+        f"{args.board} age {args.age}: {ranks.size:,} sorted ranks of {universe:,}, {threads} threads, median of "
+        f"{args.repeats}: " + ", ".join(f"{k} {v / 1e6:.1f} M/s" for k, v in rates.items())
+    )
     return rates
 
 

@@ -36,8 +36,19 @@ def timed_build(board: str, objective: str, cache_dir: str, out: Path, worker: b
     """Wall seconds of one ``solver build`` in a new process (Python's start and imports included); ``worker``:
     whether a cold build may compile in a second process (:mod:`solver.precompile`)."""
     env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "SOLVED2048_PRECOMPILE": "1" if worker else "0"}
-    cmd = [sys.executable, "-m", "solver", "build", "--board", board, "--objective", objective, "--out", str(out),
-           "--quiet"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "solver",
+        "build",
+        "--board",
+        board,
+        "--objective",
+        objective,
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     t0 = time.perf_counter()
     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - t0
@@ -58,11 +69,20 @@ assert info["regret"] == 0.0, info
 def timed_first_step(cache_dir: str, home: str, worker: bool = True) -> float:
     """Wall seconds of :data:`FIRST_PRICED_STEP` in a new process, numba's cache in ``cache_dir`` and the tables
     in ``home``; ``worker`` as in :func:`timed_build`."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "SOLVED2048_HOME": home,
-           "SOLVED2048_PRECOMPILE": "1" if worker else "0"}  # fmt: skip
+    env = {
+        **os.environ,
+        "NUMBA_CACHE_DIR": cache_dir,
+        "SOLVED2048_HOME": home,
+        "SOLVED2048_PRECOMPILE": "1" if worker else "0",
+    }
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", FIRST_PRICED_STEP], env=env, check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-c", FIRST_PRICED_STEP],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return time.perf_counter() - t0
 
 
@@ -138,16 +158,24 @@ def main(argv=None) -> dict:
                     if worker:
                         times["second_use"].append(timed_first_step(cache, home))
             print(f"repeat {r + 1}: " + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in times.items()), flush=True)
-        report = {"board": args.board, "objective": args.objective, "threads": os.cpu_count(),
-                  **{f"{k}_s": v for k, v in times.items()},
-                  **{f"{k}_median_s": statistics.median(v) for k, v in times.items()}}  # fmt: skip
-        print(f"{args.board} {args.objective} build: first use {report['first_use_median_s']:.1f} s, warm "
-              f"{report['warm_median_s']:.1f} s (medians of {args.repeats}; new process each)")  # fmt: skip
+        report = {
+            "board": args.board,
+            "objective": args.objective,
+            "threads": os.cpu_count(),
+            **{f"{k}_s": v for k, v in times.items()},
+            **{f"{k}_median_s": statistics.median(v) for k, v in times.items()},
+        }
+        print(
+            f"{args.board} {args.objective} build: first use {report['first_use_median_s']:.1f} s, warm "
+            f"{report['warm_median_s']:.1f} s (medians of {args.repeats}; new process each)"
+        )
         if args.without_worker:
             print(f"  first use with no precompiling worker: {report['first_use_no_worker_median_s']:.1f} s")
         if user:
-            print(f"new user, gym.make('Solved2048-3x3') to the first priced step: "
-                  f"{report['new_user_median_s']:.1f} s; second use {report['second_use_median_s']:.1f} s")  # fmt: skip
+            print(
+                f"new user, gym.make('Solved2048-3x3') to the first priced step: "
+                f"{report['new_user_median_s']:.1f} s; second use {report['second_use_median_s']:.1f} s"
+            )
             if args.without_worker:
                 print(f"  with no precompiling worker: {report['new_user_no_worker_median_s']:.1f} s")
         if args.compiles:

@@ -38,8 +38,10 @@ def main(argv=None) -> dict:
         print(f"{seconds[-1]:.1f} s", flush=True)
     med = statistics.median(seconds)
     rate = work / med / threads
-    print(f"{spec.describe()} to age {args.max_age}: {work:,} states+afterstates, {med:.1f} s (median of "
-          f"{args.repeats}) on {threads} threads: {rate / 1e6:.2f} M per core-second")  # fmt: skip
+    print(
+        f"{spec.describe()} to age {args.max_age}: {work:,} states+afterstates, {med:.1f} s (median of "
+        f"{args.repeats}) on {threads} threads: {rate / 1e6:.2f} M per core-second"
+    )
     return {"seconds": seconds, "median_s": med, "work": work, "threads": threads, "per_core_second": rate}
 
 

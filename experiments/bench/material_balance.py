@@ -44,16 +44,23 @@ def balance(work_dir) -> dict:
     states, of the afterstates and of both (``boards``); the steps on either side of an age's exchange work on one
     kind each, so each kind waits for its own busiest worker."""
     lines = journal_entries(work_dir)
-    passes = {"forward": [x["extra"] for x in lines if "busy_s" in x.get("extra", {})],
-              "backward": [x["code"] for x in lines if "busy_s" in x.get("code", {})]}  # fmt: skip
+    passes = {
+        "forward": [x["extra"] for x in lines if "busy_s" in x.get("extra", {})],
+        "backward": [x["code"] for x in lines if "busy_s" in x.get("code", {})],
+    }
     out: dict = {}
     for name, ages in passes.items():
         if not ages:
             raise ValueError(f"{work_dir}: the journal has no {name} ages with each worker's seconds (busy_s)")
         rows = [a["busy_s"] for a in ages]
         busiest, total = sum(max(r) for r in rows), sum(sum(r) for r in rows)
-        out[name] = {"ages": len(rows), "busiest_s": busiest, "even_s": total / len(rows[0]), "all_s": total,
-                     "imbalance": phase_imbalance(rows)}  # fmt: skip
+        out[name] = {
+            "ages": len(rows),
+            "busiest_s": busiest,
+            "even_s": total / len(rows[0]),
+            "all_s": total,
+            "imbalance": phase_imbalance(rows),
+        }
         if all("first_s" in a and "wall_s" in a for a in ages):
             out[name]["barrier_path_s"] = sum(
                 max(a["first_s"]) + max(b - f for b, f in zip(a["busy_s"], a["first_s"], strict=True)) for a in ages
@@ -63,8 +70,9 @@ def balance(work_dir) -> dict:
     counted = [a for a in passes["forward"] if "states_w" in a]
     if counted:  # journals written before the counts were kept have none
         out["boards"] = {kind: phase_imbalance([a[f"{kind}_w"] for a in counted]) for kind in ("states", "afterstates")}
-        out["boards"]["both"] = phase_imbalance([[s + t for s, t in zip(a["states_w"], a["afterstates_w"], strict=True)]
-                                                 for a in counted])  # fmt: skip
+        out["boards"]["both"] = phase_imbalance(
+            [[s + t for s, t in zip(a["states_w"], a["afterstates_w"], strict=True)] for a in counted]
+        )
     out["critical_path_s"] = out["forward"]["busiest_s"] + out["backward"]["busiest_s"]
     out["all_work_s"] = out["forward"]["all_s"] + out["backward"]["all_s"]
     if counted and all("under_s" in a for ages in passes.values() for a in ages):
@@ -93,22 +101,30 @@ def describe(report: dict) -> str:
         p = report[name]
         line = f"{name}: busiest {p['busiest_s']:.1f} s, even share {p['even_s']:.1f} s ({p['imbalance']:.3f}x)"
         if "wall_s" in p:
-            line += (f"; with the barrier inside each age {p['barrier_path_s']:.1f} s; the driver's wall "
-                     f"{p['wall_s']:.1f} s" + (f" + waiting for writes {p['write_wait_s']:.1f} s" if name == "backward"
-                                               else ""))  # fmt: skip
+            line += (
+                f"; with the barrier inside each age {p['barrier_path_s']:.1f} s; the driver's wall "
+                f"{p['wall_s']:.1f} s"
+                + (f" + waiting for writes {p['write_wait_s']:.1f} s" if name == "backward" else "")
+            )
         lines.append(line)
     if "boards" in report:
         b = report["boards"]
-        lines.append(f"boards per age, busiest over an even share: states {b['states']:.3f}x, afterstates "
-                     f"{b['afterstates']:.3f}x, both {b['both']:.3f}x")  # fmt: skip
+        lines.append(
+            f"boards per age, busiest over an even share: states {b['states']:.3f}x, afterstates "
+            f"{b['afterstates']:.3f}x, both {b['both']:.3f}x"
+        )
     if "under_exchange" in report:
         u = report["under_exchange"]
-        lines.append(f"an afterstate spawned or valued while the exchange travels costs {u['forward']:.3f} (forward) "
-                     f"and {u['backward']:.3f} (backward) of the build's mean state or afterstate (critical_path "
-                     f"--under-exchange {u['forward']:.3f} {u['backward']:.3f})")  # fmt: skip
-    lines.append(f"critical path {report['critical_path_s']:.1f} s of {report['all_work_s']:.1f} s of work; crossing "
-                 f"{report['crossing']:,}, handed off {report['handed_off']:,}, moved {report['moved_keys']:,}, "
-                 f"columns split {report['split_keys']:,}")  # fmt: skip
+        lines.append(
+            f"an afterstate spawned or valued while the exchange travels costs {u['forward']:.3f} (forward) "
+            f"and {u['backward']:.3f} (backward) of the build's mean state or afterstate (critical_path "
+            f"--under-exchange {u['forward']:.3f} {u['backward']:.3f})"
+        )
+    lines.append(
+        f"critical path {report['critical_path_s']:.1f} s of {report['all_work_s']:.1f} s of work; crossing "
+        f"{report['crossing']:,}, handed off {report['handed_off']:,}, moved {report['moved_keys']:,}, "
+        f"columns split {report['split_keys']:,}"
+    )
     return "\n".join(lines)
 
 
@@ -132,12 +148,20 @@ def main(argv=None) -> dict:
         split = split_threshold(args.split)
         with tempfile.TemporaryDirectory() as tmp:
             start = time.perf_counter()
-            build_by_material(spec, Path(tmp) / "t", args.workers, low, keep_work=True, tolerance=tolerance,
-                              split=split)  # fmt: skip
+            build_by_material(
+                spec, Path(tmp) / "t", args.workers, low, keep_work=True, tolerance=tolerance, split=split
+            )
             wall = time.perf_counter() - start
-            report = {"board": args.board, "objective": args.objective, "workers": args.workers,
-                      "material_tile": args.material_tile, "rebalance": tolerance, "split": split, "wall_s": wall,
-                      **balance(Path(tmp) / "t.work")}  # fmt: skip
+            report = {
+                "board": args.board,
+                "objective": args.objective,
+                "workers": args.workers,
+                "material_tile": args.material_tile,
+                "rebalance": tolerance,
+                "split": split,
+                "wall_s": wall,
+                **balance(Path(tmp) / "t.work"),
+            }
     print(describe(report))
     if args.json:
         write_json(args.json, report)

@@ -47,8 +47,10 @@ def main(argv=None) -> None:
         t = time.perf_counter()
         oracle.q_values(boards)
         rates.append(boards.size / (time.perf_counter() - t))
-    print(f"q_values: {statistics.median(rates):,.0f} boards/s (median of {args.repeats}: "
-          f"{', '.join(f'{r:,.0f}' for r in rates)})")  # fmt: skip
+    print(
+        f"q_values: {statistics.median(rates):,.0f} boards/s (median of {args.repeats}: "
+        f"{', '.join(f'{r:,.0f}' for r in rates)})"
+    )
     if args.lookups_only:
         return
 
@@ -57,8 +59,10 @@ def main(argv=None) -> None:
         report = oracle.regret(agent, episodes=args.episodes, seed=0, progress=False)
         print(f"regret {agent.name:>8}: {report.summary()} [{time.perf_counter() - t:.1f} s]")
         exact = oracle.evaluate(agent, progress=False)
-        print(f"exact  {agent.name:>8}: V^pi = {exact.value:.6f} ({exact.percent_of_optimal:.3f}% of V*), gap "
-              f"{exact.gap:.6f}, {exact.states:,} boards, {exact.seconds:.1f} s")  # fmt: skip
+        print(
+            f"exact  {agent.name:>8}: V^pi = {exact.value:.6f} ({exact.percent_of_optimal:.3f}% of V*), gap "
+            f"{exact.gap:.6f}, {exact.states:,} boards, {exact.seconds:.1f} s"
+        )
 
 
 if __name__ == "__main__":

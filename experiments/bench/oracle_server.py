@@ -35,8 +35,23 @@ from solver.format import Table
 
 
 def start_server(table: str) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "oracle", "serve", table, "--port", "0", "--stop-after", "3600",
-                             "--log-level", "warning"], stdout=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "oracle",
+            "serve",
+            table,
+            "--port",
+            "0",
+            "--stop-after",
+            "3600",
+            "--log-level",
+            "warning",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     line = proc.stdout.readline()
     if " on http://" not in line:
         proc.kill()
@@ -70,15 +85,22 @@ def throughput(url: str, local: Oracle, boards: np.ndarray, batch: int, repeats:
     with Oracle.connect(url, batch=batch) as oracle:
         oracle.q_values(boards)  # every layer open, on both sides
         local.q_values(boards)
-        runs = {"remote": lambda: oracle.q_values(boards), "local_one_batch": lambda: local.q_values(boards),
-                "local_same_batches": lambda: local_in_batches(local, boards, batch)}  # fmt: skip
+        runs = {
+            "remote": lambda: oracle.q_values(boards),
+            "local_one_batch": lambda: local.q_values(boards),
+            "local_same_batches": lambda: local_in_batches(local, boards, batch),
+        }
         for _ in range(repeats):
             for name, run in runs.items():
                 t = time.perf_counter()
                 run()
                 rates[name].append(boards.size / (time.perf_counter() - t))
-    return {"batch": batch, "boards": int(boards.size), "runs": rates,
-            **{f"{name}_boards_per_s": statistics.median(r) for name, r in rates.items()}}  # fmt: skip
+    return {
+        "batch": batch,
+        "boards": int(boards.size),
+        "runs": rates,
+        **{f"{name}_boards_per_s": statistics.median(r) for name, r in rates.items()},
+    }
 
 
 def concurrency(url: str, local: Oracle, states: np.ndarray, clients: int) -> dict:
@@ -122,20 +144,27 @@ def main(argv=None) -> dict:
     boards = np.ascontiguousarray(states[rng.integers(0, states.size, 2_000_000)])
     proc, url = start_server(str(local.path))
     try:
-        report = {"table": str(local.path), "latency": latency(url, boards, args.requests),
-                  "throughput": throughput(url, local, boards, args.batch, args.repeats),
-                  "concurrency": concurrency(url, local, states, args.clients)}  # fmt: skip
+        report = {
+            "table": str(local.path),
+            "latency": latency(url, boards, args.requests),
+            "throughput": throughput(url, local, boards, args.batch, args.repeats),
+            "concurrency": concurrency(url, local, states, args.clients),
+        }
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
     lat, thr, con = report["latency"], report["throughput"], report["concurrency"]
     print(f"one board per request: p50 {lat['p50_ms']:.3f} ms, p99 {lat['p99_ms']:.3f} ms ({lat['requests']} requests)")
     same, one = thr["local_same_batches_boards_per_s"], thr["local_one_batch_boards_per_s"]
-    print(f"batches of {thr['batch']:,}: {thr['remote_boards_per_s']:,.0f} boards/s (the local oracle in batches of "
-          f"that size {same:,.0f}, in one batch {one:,.0f}; medians of {args.repeats} runs of {thr['boards']:,} "
-          f"boards)")  # fmt: skip
-    print(f"{con['clients']} concurrent clients: {con['boards']:,} boards in {con['seconds']:.1f} s, "
-          f"{len(con['errors'])} errors or wrong answers")  # fmt: skip
+    print(
+        f"batches of {thr['batch']:,}: {thr['remote_boards_per_s']:,.0f} boards/s (the local oracle in batches of "
+        f"that size {same:,.0f}, in one batch {one:,.0f}; medians of {args.repeats} runs of {thr['boards']:,} "
+        f"boards)"
+    )
+    print(
+        f"{con['clients']} concurrent clients: {con['boards']:,} boards in {con['seconds']:.1f} s, "
+        f"{len(con['errors'])} errors or wrong answers"
+    )
     if args.json:
         write_json(args.json, report)
     return report

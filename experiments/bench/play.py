@@ -45,14 +45,21 @@ def play_games(agent, rows: int, cols: int, games: int, seed: int = 0) -> dict:
     mean, ci = mean_ci(np.array(scores))
     tops = np.array(tops)
     reached = {int(t): float((tops >= t).mean()) for t in (512, 1024, 2048, 4096, 8192, 16384) if (tops >= t).any()}
-    return {"games": games, "mean_score": mean, "score_ci": ci, "reached": reached,
-            "decisions_per_second": statistics.median(rates)}  # fmt: skip
+    return {
+        "games": games,
+        "mean_score": mean,
+        "score_ci": ci,
+        "reached": reached,
+        "decisions_per_second": statistics.median(rates),
+    }
 
 
 def describe(name: str, r: dict) -> str:
     tiles = ", ".join(f"{t}: {100 * p:.1f}%" for t, p in r["reached"].items()) or "none reached 512"
-    return (f"{name:>22}: score {r['mean_score']:,.0f} ± {r['score_ci']:,.0f} over {r['games']} games; reached "
-            f"{tiles}; {r['decisions_per_second']:,.0f} decisions/s")  # fmt: skip
+    return (
+        f"{name:>22}: score {r['mean_score']:,.0f} ± {r['score_ci']:,.0f} over {r['games']} games; reached "
+        f"{tiles}; {r['decisions_per_second']:,.0f} decisions/s"
+    )
 
 
 def main(argv=None) -> None:
@@ -66,12 +73,17 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
 
     if not args.skip_4x4:
-        players = [("random", RandomAgent(seed=0)), ("greedy", GreedyAgent()),
-                   ("expectimax:2", ExpectimaxAgent(4, 4, depth=2))]  # fmt: skip
+        players = [
+            ("random", RandomAgent(seed=0)),
+            ("greedy", GreedyAgent()),
+            ("expectimax:2", ExpectimaxAgent(4, 4, depth=2)),
+        ]
         if args.weights_4x4:
             network = NTupleAgent.load(args.weights_4x4)
-            players += [("td 1-ply", network), ("expectimax:2 on td", ExpectimaxAgent(4, 4, depth=2,
-                                                                                     evaluator=network))]  # fmt: skip
+            players += [
+                ("td 1-ply", network),
+                ("expectimax:2 on td", ExpectimaxAgent(4, 4, depth=2, evaluator=network)),
+            ]
         for name, agent in players:
             agent.act(np.zeros((4, 4), np.uint8) + np.eye(4, dtype=np.uint8), {"action_mask": np.ones(4, bool)})
             print(describe(f"4x4 {name}", play_games(agent, 4, 4, args.games_4x4)), flush=True)
@@ -89,8 +101,10 @@ def main(argv=None) -> None:
             report = oracle.regret(agent, episodes=args.games_3x3, seed=0, progress=False)
             dt = time.perf_counter() - t
             speed = play_games(agent, 3, 3, 20)["decisions_per_second"]
-            print(f"3x3 expectimax:{depth} ({label}): {report.summary()}; {speed:,.0f} decisions/s "
-                  f"({dt:.0f} s)", flush=True)  # fmt: skip
+            print(
+                f"3x3 expectimax:{depth} ({label}): {report.summary()}; {speed:,.0f} decisions/s ({dt:.0f} s)",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

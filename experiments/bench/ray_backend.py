@@ -155,9 +155,13 @@ def main(argv=None) -> dict:
     parser.add_argument("--split", default=None, help="the Ray build's --split (default: the solver's)")
     parser.add_argument("--no-warmup", action="store_true", help="time the first run of each too (warm caches)")
     parser.add_argument("--json", default=None, help="also write the figures to this JSON file")
-    parser.add_argument("--keep-journals", default=None, metavar="DIR",
-                        help="copy each Ray build's journal to DIR/rayN/ (python -m experiments.bench.material_balance "
-                        "--journal DIR/rayN reads it)")  # fmt: skip
+    parser.add_argument(
+        "--keep-journals",
+        default=None,
+        metavar="DIR",
+        help="copy each Ray build's journal to DIR/rayN/ (python -m experiments.bench.material_balance "
+        "--journal DIR/rayN reads it)",
+    )
     args = parser.parse_args(argv)
     from experiments.bench.material_balance import balance, describe
     from solver.distributed.driver import exchanged_boards
@@ -181,13 +185,24 @@ def main(argv=None) -> dict:
                 os.sync()
                 cluster = local_cluster(args.machines) if kind == "ray" else None
                 try:
-                    extra = (["--backend", "ray", "--address", cluster.address, "--machines", str(args.machines),
-                              "--material-tile", str(args.material_tile), "--keep-work",
-                              *(["--rebalance", args.rebalance] if args.rebalance else []),
-                              *(["--split", args.split] if args.split else [])]
-                             if kind == "ray" else ["--threads", str(args.machines)])  # fmt: skip
-                    wall, peak, stdout, cpu = run_tree_measured(["build", *spec_args, "--out", str(out[kind]),
-                                                                 *extra])  # fmt: skip
+                    extra = (
+                        [
+                            "--backend",
+                            "ray",
+                            "--address",
+                            cluster.address,
+                            "--machines",
+                            str(args.machines),
+                            "--material-tile",
+                            str(args.material_tile),
+                            "--keep-work",
+                            *(["--rebalance", args.rebalance] if args.rebalance else []),
+                            *(["--split", args.split] if args.split else []),
+                        ]
+                        if kind == "ray"
+                        else ["--threads", str(args.machines)]
+                    )
+                    wall, peak, stdout, cpu = run_tree_measured(["build", *spec_args, "--out", str(out[kind]), *extra])
                 finally:
                     if cluster is not None:
                         cluster.shutdown()
@@ -204,21 +219,40 @@ def main(argv=None) -> dict:
                     runs[kind].append((wall, build_seconds(stdout), peak, *phases(stdout)))
                     cpus[kind].append(cpu)
                     used = ", ".join(f"{k[:-6]} {v:.1f} s" for k, v in cpu.items() if v)
-                    print(f"{kind:>5}: {wall:6.1f} s wall ({build_seconds(stdout):.1f} s building), peak {peak:.2f} "
-                          f"GB; CPU: {used}", flush=True)  # fmt: skip
+                    print(
+                        f"{kind:>5}: {wall:6.1f} s wall ({build_seconds(stdout):.1f} s building), peak {peak:.2f} "
+                        f"GB; CPU: {used}",
+                        flush=True,
+                    )
         identical = checksums(out["local"]) == checksums(out["ray"]) if len(kinds) == 2 else None
         with Table(out[kinds[0]]) as t:
             work = int(t.attrs["states"]) + int(t.attrs["afterstates"])
     med = {k: [statistics.median(r[i] for r in v) for i in range(6)] for k, v in runs.items()}
     report = {
-        "board": args.board, "objective": args.objective, "machines": args.machines,
-        "material_tile": args.material_tile, "repeats": args.repeats, "cores": os.cpu_count(),
-        "rebalance": args.rebalance, "split": args.split, "identical_checksums": identical,
+        "board": args.board,
+        "objective": args.objective,
+        "machines": args.machines,
+        "material_tile": args.material_tile,
+        "repeats": args.repeats,
+        "cores": os.cpu_count(),
+        "rebalance": args.rebalance,
+        "split": args.split,
+        "identical_checksums": identical,
         "states_plus_afterstates": work,
-        **{kind: {"wall_s": m[0], "build_s": m[1], "peak_gb": m[2], "forward_s": m[3], "backward_s": m[4],
-                  "write_s": m[5]} for kind, m in med.items()},
-        "runs": runs, "cpu_seconds": cpus,
-    }  # fmt: skip
+        **{
+            kind: {
+                "wall_s": m[0],
+                "build_s": m[1],
+                "peak_gb": m[2],
+                "forward_s": m[3],
+                "backward_s": m[4],
+                "write_s": m[5],
+            }
+            for kind, m in med.items()
+        },
+        "runs": runs,
+        "cpu_seconds": cpus,
+    }
     if "ray" in kinds:
         report.update(exchanged)
         report["ray_balance"] = balances
@@ -226,16 +260,20 @@ def main(argv=None) -> dict:
     if len(kinds) == 2:
         for phase, i in (("build", 1), ("forward", 3), ("backward", 4)):
             report[f"ratio_per_core_{phase}"] = med["local"][i] / med["ray"][i]
-        print(f"{args.board} {args.objective}: local ({args.machines} threads) {med['local'][1]:.1f} s, Ray "
-              f"({args.machines} one-CPU nodes) {med['ray'][1]:.1f} s building: per core "
-              f"{report['ratio_per_core_build']:.2f}x the local rate (forward {report['ratio_per_core_forward']:.2f}x, "
-              f"backward {report['ratio_per_core_backward']:.2f}x); exchange {report['exchange_bytes_per_item']:.2f} "
-              f"B per state + afterstate; peak {med['local'][2]:.2f} vs {med['ray'][2]:.2f} GB; medians of "
-              f"{args.repeats}; tables {'identical' if identical else 'DIFFERENT'}")  # fmt: skip
+        print(
+            f"{args.board} {args.objective}: local ({args.machines} threads) {med['local'][1]:.1f} s, Ray "
+            f"({args.machines} one-CPU nodes) {med['ray'][1]:.1f} s building: per core "
+            f"{report['ratio_per_core_build']:.2f}x the local rate (forward {report['ratio_per_core_forward']:.2f}x, "
+            f"backward {report['ratio_per_core_backward']:.2f}x); exchange {report['exchange_bytes_per_item']:.2f} "
+            f"B per state + afterstate; peak {med['local'][2]:.2f} vs {med['ray'][2]:.2f} GB; medians of "
+            f"{args.repeats}; tables {'identical' if identical else 'DIFFERENT'}"
+        )
     else:
         m = med[kinds[0]]
-        print(f"{args.board} {args.objective}: {kinds[0]} {m[1]:.1f} s building (forward {m[3]:.1f} s, backward "
-              f"{m[4]:.1f} s), peak {m[2]:.2f} GB; medians of {args.repeats}")  # fmt: skip
+        print(
+            f"{args.board} {args.objective}: {kinds[0]} {m[1]:.1f} s building (forward {m[3]:.1f} s, backward "
+            f"{m[4]:.1f} s), peak {m[2]:.2f} GB; medians of {args.repeats}"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
     return report

@@ -152,13 +152,17 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     out = measure(args.gib, args.repeats)
     for label, pages in (("4k", "4 KiB pages"), ("2m", "2 MiB huge pages")):
-        print(f"{pages}: DRAM latency (one pointer chase) {out[f'dram_latency_ns_{label}']:.0f} ns; random probes "
-              f"on 1 core, 1 / 8 / 32 in flight: "
-              + " / ".join(f"{out[f'probes_per_s_{k}_in_flight_{label}'] / 1e6:.1f}" for k in (1, 8, 32))
-              + f" M/s; prefetched gather {out[f'prefetched_gather_per_s_{label}'] / 1e6:.1f} M/s")  # fmt: skip
+        print(
+            f"{pages}: DRAM latency (one pointer chase) {out[f'dram_latency_ns_{label}']:.0f} ns; random probes "
+            f"on 1 core, 1 / 8 / 32 in flight: "
+            + " / ".join(f"{out[f'probes_per_s_{k}_in_flight_{label}'] / 1e6:.1f}" for k in (1, 8, 32))
+            + f" M/s; prefetched gather {out[f'prefetched_gather_per_s_{label}'] / 1e6:.1f} M/s"
+        )
     for label in ("1_core", "all_cores"):
-        print(f"streaming, {label.replace('_', ' ')}: read {out[f'read_gb_s_{label}']:.1f} GB/s, "
-              f"write {out[f'write_gb_s_{label}']:.1f} GB/s, copy {out[f'copy_gb_s_{label}']:.1f} GB/s")  # fmt: skip
+        print(
+            f"streaming, {label.replace('_', ' ')}: read {out[f'read_gb_s_{label}']:.1f} GB/s, "
+            f"write {out[f'write_gb_s_{label}']:.1f} GB/s, copy {out[f'copy_gb_s_{label}']:.1f} GB/s"
+        )
     if args.json:
         write_json(args.json, out)
     return out

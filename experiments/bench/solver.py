@@ -46,8 +46,14 @@ def in_memory_solve(spec: SolveSpec) -> tuple[float, float, int]:
     t0 = time.perf_counter()
     counts = run_forward(spec, on_age=lambda c, s, a: layers.__setitem__(c.age, (s, a)), progress=False)
     t1 = time.perf_counter()
-    run_backward(spec, [c.age for c in counts], layers.__getitem__, values.__getitem__,
-                 lambda age, s, b, a: values.__setitem__(age, s), progress=False)  # fmt: skip
+    run_backward(
+        spec,
+        [c.age for c in counts],
+        layers.__getitem__,
+        values.__getitem__,
+        lambda age, s, b, a: values.__setitem__(age, s),
+        progress=False,
+    )
     t2 = time.perf_counter()
     return t1 - t0, t2 - t1, sum(c.states + c.afterstates for c in counts)
 
@@ -70,33 +76,47 @@ def main(argv=None) -> dict:
     work = info["states"] + info["afterstates"]
     wall = statistics.median(r[0] for r in runs)
     report["3x3_build"] = {
-        "runs_s": [round(r[0], 2) for r in runs], "median_s": round(wall, 2),
-        "peak_rss_gb": round(max(r[1] for r in runs), 2), "states_plus_afterstates": work,
+        "runs_s": [round(r[0], 2) for r in runs],
+        "median_s": round(wall, 2),
+        "peak_rss_gb": round(max(r[1] for r in runs), 2),
+        "states_plus_afterstates": work,
         "per_core_second": round(work / (wall * cores)),
-    }  # fmt: skip
-    print(f"3x3 build: median {wall:.1f} s over {args.repeats} runs {report['3x3_build']['runs_s']}, peak "
-          f"{report['3x3_build']['peak_rss_gb']:.2f} GB, {work:,} states+afterstates -> "
-          f"{work / (wall * cores):,.0f} per core-second", flush=True)  # fmt: skip
+    }
+    print(
+        f"3x3 build: median {wall:.1f} s over {args.repeats} runs {report['3x3_build']['runs_s']}, peak "
+        f"{report['3x3_build']['peak_rss_gb']:.2f} GB, {work:,} states+afterstates -> "
+        f"{work / (wall * cores):,.0f} per core-second",
+        flush=True,
+    )
 
     mem = [in_memory_solve(SolveSpec.parse("3x3")) for _ in range(args.repeats)]
     fwd = statistics.median(m[0] for m in mem)
     bwd = statistics.median(m[1] for m in mem)
     report["3x3_compute_only"] = {"forward_s": round(fwd, 2), "backward_s": round(bwd, 2)}
-    print(f"3x3 compute only (no disk): forward {fwd:.1f} s + backward {bwd:.1f} s = {fwd + bwd:.1f} s -> "
-          f"{work / ((fwd + bwd) * cores):,.0f} per core-second", flush=True)  # fmt: skip
+    print(
+        f"3x3 compute only (no disk): forward {fwd:.1f} s + backward {bwd:.1f} s = {fwd + bwd:.1f} s -> "
+        f"{work / ((fwd + bwd) * cores):,.0f} per core-second",
+        flush=True,
+    )
 
     if not args.skip_4x3:
-        wall, rss, out = run_measured(["enumerate", "--board", "4x3", "--max-age", str(args.max_age), "--json",
-                                       "--quiet"])  # fmt: skip
+        wall, rss, out = run_measured(
+            ["enumerate", "--board", "4x3", "--max-age", str(args.max_age), "--json", "--quiet"]
+        )
         info = json.loads(out)
         work = info["states"] + info["afterstates"]
         report["4x3_enumerate"] = {
-            "max_age": args.max_age, "wall_s": round(wall, 1), "peak_rss_gb": round(rss, 2),
-            "states": info["states"], "afterstates": info["afterstates"],
+            "max_age": args.max_age,
+            "wall_s": round(wall, 1),
+            "peak_rss_gb": round(rss, 2),
+            "states": info["states"],
+            "afterstates": info["afterstates"],
             "per_core_second": round(work / (wall * cores)),
-        }  # fmt: skip
-        print(f"4x3 enumerate to age {args.max_age}: {wall:.0f} s, peak {rss:.2f} GB, {info['states']:,} states + "
-              f"{info['afterstates']:,} afterstates -> {work / (wall * cores):,.0f} per core-second")  # fmt: skip
+        }
+        print(
+            f"4x3 enumerate to age {args.max_age}: {wall:.0f} s, peak {rss:.2f} GB, {info['states']:,} states + "
+            f"{info['afterstates']:,} afterstates -> {work / (wall * cores):,.0f} per core-second"
+        )
     return report
 
 

@@ -68,19 +68,33 @@ def bench_3x3(repeats: int) -> dict:
             os.sync()
             v1_runs.append(run_measured(baseline))
         info = json.loads(run_measured(["info", table, "--json"])[2])
-        out["build"] = {"runs_s": [round(r[0], 2) for r in runs],
-                        "median_s": round(statistics.median(r[0] for r in runs), 2),
-                        "peak_rss_gb": round(max(r[1] for r in runs), 3),
-                        "v1_runs_s": [round(r[0], 2) for r in v1_runs],
-                        "v1_median_s": round(statistics.median(r[0] for r in v1_runs), 2)}  # fmt: skip
-        out["table"] = {k: info[k] for k in ("bytes", "bits_per_afterstate_id", "bits_per_afterstate_value",
-                                             "bits_per_afterstate_on_disk", "states", "afterstates")}  # fmt: skip
-        print(f"3x3 build: median {out['build']['median_s']} s of {out['build']['runs_s']} (format v1 in the same "
-              f"run: {out['build']['v1_median_s']} s of {out['build']['v1_runs_s']}), peak "
-              f"{out['build']['peak_rss_gb']} GB; table {info['bytes'] / 1e6:.1f} MB: "
-              f"{info['bits_per_afterstate_id']:.2f} bits per afterstate ID + "
-              f"{info['bits_per_afterstate_value']:.2f} per value ({info['bits_per_afterstate_on_disk']:.2f} on disk "
-              f"with HDF5 overhead)", flush=True)  # fmt: skip
+        out["build"] = {
+            "runs_s": [round(r[0], 2) for r in runs],
+            "median_s": round(statistics.median(r[0] for r in runs), 2),
+            "peak_rss_gb": round(max(r[1] for r in runs), 3),
+            "v1_runs_s": [round(r[0], 2) for r in v1_runs],
+            "v1_median_s": round(statistics.median(r[0] for r in v1_runs), 2),
+        }
+        out["table"] = {
+            k: info[k]
+            for k in (
+                "bytes",
+                "bits_per_afterstate_id",
+                "bits_per_afterstate_value",
+                "bits_per_afterstate_on_disk",
+                "states",
+                "afterstates",
+            )
+        }
+        print(
+            f"3x3 build: median {out['build']['median_s']} s of {out['build']['runs_s']} (format v1 in the same "
+            f"run: {out['build']['v1_median_s']} s of {out['build']['v1_runs_s']}), peak "
+            f"{out['build']['peak_rss_gb']} GB; table {info['bytes'] / 1e6:.1f} MB: "
+            f"{info['bits_per_afterstate_id']:.2f} bits per afterstate ID + "
+            f"{info['bits_per_afterstate_value']:.2f} per value ({info['bits_per_afterstate_on_disk']:.2f} on disk "
+            f"with HDF5 overhead)",
+            flush=True,
+        )
 
         opens = []
         for _ in range(max(repeats, 5)):
@@ -102,14 +116,21 @@ def bench_3x3(repeats: int) -> dict:
             t0 = time.perf_counter()
             oracle.q_values(b)
             lat.append(time.perf_counter() - t0)
-        out["oracle"] = {"open_s": [round(x, 4) for x in opens], "open_median_s": round(statistics.median(opens), 4),
-                         "q_per_s": [round(r) for r in rates], "q_per_s_median": round(statistics.median(rates)),
-                         "one_board_us_median": round(1e6 * statistics.median(lat), 1),
-                         "resident_mb": round(oracle.resident_bytes / 1e6, 1)}  # fmt: skip
+        out["oracle"] = {
+            "open_s": [round(x, 4) for x in opens],
+            "open_median_s": round(statistics.median(opens), 4),
+            "q_per_s": [round(r) for r in rates],
+            "q_per_s_median": round(statistics.median(rates)),
+            "one_board_us_median": round(1e6 * statistics.median(lat), 1),
+            "resident_mb": round(oracle.resident_bytes / 1e6, 1),
+        }
         o = out["oracle"]
-        print(f"oracle: open {1000 * o['open_median_s']:.1f} ms (median of {len(opens)}); batched q_values on 2M "
-              f"boards {o['q_per_s_median']:,}/s (runs {o['q_per_s']}); one board {o['one_board_us_median']} us; "
-              f"open layers {o['resident_mb']} MB", flush=True)  # fmt: skip
+        print(
+            f"oracle: open {1000 * o['open_median_s']:.1f} ms (median of {len(opens)}); batched q_values on 2M "
+            f"boards {o['q_per_s_median']:,}/s (runs {o['q_per_s']}); one board {o['one_board_us_median']} us; "
+            f"open layers {o['resident_mb']} MB",
+            flush=True,
+        )
     return out
 
 
@@ -139,18 +160,25 @@ def bench_4x3(max_age: int) -> dict:
     assert all(8 * ef_bytes(r[2], r[3]) == r[4] for r in rows), "the size formula must match the coded layers"
     late = [r for r in rows if r[0] > max_age - 100]
     out = {
-        "max_age": max_age, "states": n_states, "afterstates": n_after, "forward_s": round(wall, 1),
-        "per_core_second": round((n_states + n_after) / (wall * cores)), "code_s": round(code_s, 1),
+        "max_age": max_age,
+        "states": n_states,
+        "afterstates": n_after,
+        "forward_s": round(wall, 1),
+        "per_core_second": round((n_states + n_after) / (wall * cores)),
+        "code_s": round(code_s, 1),
         "bits_per_id": round(id_bits / n_after, 3),
         "bits_per_id_last_100_ages": round(sum(r[4] for r in late) / sum(r[2] for r in late), 3),
         "ages_not_matching_published_counts": mismatches,
         "after_per_state": {r[0]: r[2] / r[1] for r in rows},
-    }  # fmt: skip
-    print(f"4x3 forward to age {max_age}: {n_states:,} states + {n_after:,} afterstates in {wall:.0f} s -> "
-          f"{out['per_core_second']:,} per core-second (coding the layers: {code_s:.0f} s more); state counts "
-          f"{'equal the published ones at every age' if not mismatches else 'DIFFER at ages ' + str(mismatches[:5])}"
-          f"; {out['bits_per_id']:.2f} bits per afterstate ID ({out['bits_per_id_last_100_ages']:.2f} over the "
-          f"last 100 ages)", flush=True)  # fmt: skip
+    }
+    print(
+        f"4x3 forward to age {max_age}: {n_states:,} states + {n_after:,} afterstates in {wall:.0f} s -> "
+        f"{out['per_core_second']:,} per core-second (coding the layers: {code_s:.0f} s more); state counts "
+        f"{'equal the published ones at every age' if not mismatches else 'DIFFER at ages ' + str(mismatches[:5])}"
+        f"; {out['bits_per_id']:.2f} bits per afterstate ID ({out['bits_per_id_last_100_ages']:.2f} over the "
+        f"last 100 ages)",
+        flush=True,
+    )
     return out
 
 
@@ -170,13 +198,22 @@ def project_4x3(measured_ratio: dict[int, float], value_bits: int) -> dict:
         value_bytes += 8 * bits.words_for(n * value_bits)
         worst = max(worst, (8 * b / max(n, 1), int(age)))
     total = id_bytes + value_bytes
-    out = {"afterstates_per_state_unmeasured_ages": round(rest_ratio, 4), "id_bytes": id_bytes,
-           "value_bytes": value_bytes, "value_bits": value_bits, "total_bytes": total,
-           "total_tib": round(total / TIB, 3), "bits_per_id": round(8 * id_bytes / AFTERSTATES_4X3, 3),
-           "worst_age_bits_per_id": {"age": worst[1], "bits": round(worst[0], 2)}}  # fmt: skip
-    print(f"4x3 full score table, projected: IDs {id_bytes / TIB:.3f} TiB ({out['bits_per_id']:.2f} bits each) + "
-          f"values {value_bytes / TIB:.3f} TiB ({value_bits} bits each) = {total / TIB:.3f} TiB "
-          f"(afterstates per state beyond the measured ages: {rest_ratio:.4f})", flush=True)  # fmt: skip
+    out = {
+        "afterstates_per_state_unmeasured_ages": round(rest_ratio, 4),
+        "id_bytes": id_bytes,
+        "value_bytes": value_bytes,
+        "value_bits": value_bits,
+        "total_bytes": total,
+        "total_tib": round(total / TIB, 3),
+        "bits_per_id": round(8 * id_bytes / AFTERSTATES_4X3, 3),
+        "worst_age_bits_per_id": {"age": worst[1], "bits": round(worst[0], 2)},
+    }
+    print(
+        f"4x3 full score table, projected: IDs {id_bytes / TIB:.3f} TiB ({out['bits_per_id']:.2f} bits each) + "
+        f"values {value_bytes / TIB:.3f} TiB ({value_bits} bits each) = {total / TIB:.3f} TiB "
+        f"(afterstates per state beyond the measured ages: {rest_ratio:.4f})",
+        flush=True,
+    )
     return out
 
 

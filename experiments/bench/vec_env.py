@@ -27,8 +27,9 @@ def make_vec(kind: str, rows: int, cols: int, n_envs: int, seed: int = 0):
         return vec
     from stable_baselines3.common.env_util import make_vec_env
 
-    return make_vec_env(f"Solved2048-{rows}x{cols}", n_envs=n_envs, seed=seed,
-                        env_kwargs={"obs_mode": "onehot", "oracle": False})  # fmt: skip
+    return make_vec_env(
+        f"Solved2048-{rows}x{cols}", n_envs=n_envs, seed=seed, env_kwargs={"obs_mode": "onehot", "oracle": False}
+    )
 
 
 def stepping_rate(kind: str, rows: int, cols: int, n_envs: int, steps: int) -> float:
@@ -48,8 +49,16 @@ def ppo_rate(kind: str, rows: int, cols: int, n_envs: int, steps: int) -> float:
     """MaskablePPO training steps per second (n_steps 256, batch 512, 4 epochs, 256x256 MLP)."""
     from sb3_contrib import MaskablePPO
 
-    model = MaskablePPO("MlpPolicy", make_vec(kind, rows, cols, n_envs), n_steps=256, batch_size=512, n_epochs=4,
-                        seed=0, device="cpu", verbose=0)  # fmt: skip
+    model = MaskablePPO(
+        "MlpPolicy",
+        make_vec(kind, rows, cols, n_envs),
+        n_steps=256,
+        batch_size=512,
+        n_epochs=4,
+        seed=0,
+        device="cpu",
+        verbose=0,
+    )
     t = time.perf_counter()
     model.learn(total_timesteps=steps)
     return model.num_timesteps / (time.perf_counter() - t)
@@ -64,8 +73,10 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
     rows, cols = parse_board(args.board)
-    for name, measure, steps in (("env stepping", stepping_rate, args.steps), ("MaskablePPO", ppo_rate,
-                                                                             args.ppo_steps)):  # fmt: skip
+    for name, measure, steps in (
+        ("env stepping", stepping_rate, args.steps),
+        ("MaskablePPO", ppo_rate, args.ppo_steps),
+    ):
         if steps <= 0:
             continue
         rates = {kind: [] for kind in ("native", "dummy")}
@@ -73,9 +84,11 @@ def main(argv=None) -> None:
             for kind in rates:
                 rates[kind].append(measure(kind, rows, cols, args.n_envs, steps))
         native, dummy = statistics.median(rates["native"]), statistics.median(rates["dummy"])
-        print(f"{name}, {args.board}, {args.n_envs} envs: native {native:,.0f} steps/s, DummyVecEnv {dummy:,.0f} "
-              f"steps/s ({native / dummy:.1f}x); runs: native {[round(r) for r in rates['native']]}, dummy "
-              f"{[round(r) for r in rates['dummy']]}")  # fmt: skip
+        print(
+            f"{name}, {args.board}, {args.n_envs} envs: native {native:,.0f} steps/s, DummyVecEnv {dummy:,.0f} "
+            f"steps/s ({native / dummy:.1f}x); runs: native {[round(r) for r in rates['native']]}, dummy "
+            f"{[round(r) for r in rates['dummy']]}"
+        )
 
 
 if __name__ == "__main__":

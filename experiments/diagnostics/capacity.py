@@ -121,8 +121,14 @@ def make_agent(args: Args, rows: int, cols: int) -> NTupleAgent:
         if (agent.rows, agent.cols) != (rows, cols):
             raise ValueError(f"--init {args.init} is a {agent.rows}x{agent.cols} network, not {rows}x{cols}")
         return agent
-    return NTupleAgent(rows, cols, tuples=tuple_set(args.tuples, rows, cols), seed=args.seed,
-                       stages=args.stages or None, stage_shift=args.stage_shift or None)  # fmt: skip
+    return NTupleAgent(
+        rows,
+        cols,
+        tuples=tuple_set(args.tuples, rows, cols),
+        seed=args.seed,
+        stages=args.stages or None,
+        stage_shift=args.stage_shift or None,
+    )
 
 
 def fit_by_regret(args: Args, oracle: Oracle, agent: NTupleAgent, progress: bool = True) -> tuple[dict, object]:
@@ -136,8 +142,12 @@ def fit_by_regret(args: Args, oracle: Oracle, agent: NTupleAgent, progress: bool
     for r in range(args.rounds + 1):
         t = time.perf_counter()
         exact, new = regret_pairs(oracle, agent, progress)
-        record = {"round": r, "percent_of_optimal": exact.percent_of_optimal, "new_pairs": len(new),
-                  "eval_seconds": time.perf_counter() - t}  # fmt: skip
+        record = {
+            "round": r,
+            "percent_of_optimal": exact.percent_of_optimal,
+            "new_pairs": len(new),
+            "eval_seconds": time.perf_counter() - t,
+        }
         if best is None or exact.value > best.value:
             best, best_weights = exact, agent.weights.copy()
         if r == args.rounds or len(new) == 0:
@@ -147,12 +157,16 @@ def fit_by_regret(args: Args, oracle: Oracle, agent: NTupleAgent, progress: bool
         pairs = new if pairs is None else pairs + new
         t = time.perf_counter()
         rates = [args.alpha * args.decay**e for e in range(args.epochs)]
-        losses = [fit_ntuple_pairs(agent, pairs, args.samples, 1, rate, args.margin, args.seed + 1000 * r + e)[0]
-                  for e, rate in enumerate(rates)]  # fmt: skip
+        losses = [
+            fit_ntuple_pairs(agent, pairs, args.samples, 1, rate, args.margin, args.seed + 1000 * r + e)[0]
+            for e, rate in enumerate(rates)
+        ]
         record.update(pairs=len(pairs), hinge=losses, fit_seconds=time.perf_counter() - t)
         rounds.append(record)
-        tqdm.write(f"round {r}: {exact.percent_of_optimal:.2f}% of V*; {len(pairs):,} pairs; hinge "
-                   + ", ".join(f"{x:.3f}" for x in losses))  # fmt: skip
+        tqdm.write(
+            f"round {r}: {exact.percent_of_optimal:.2f}% of V*; {len(pairs):,} pairs; hinge "
+            + ", ".join(f"{x:.3f}" for x in losses)
+        )
     agent.weights[:] = best_weights
     return {"rounds": rounds, "samples": len(pairs) if pairs is not None else 0}, best
 
@@ -167,8 +181,12 @@ def run(args: Args, progress: bool = True) -> dict:
     agent = make_agent(args, rows, cols)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    summary = {"args": asdict(args), "tuples": agent.tuples, "stages": agent.stages,
-               "n_weights": int(agent.weights.size)}  # fmt: skip
+    summary = {
+        "args": asdict(args),
+        "tuples": agent.tuples,
+        "stages": agent.stages,
+        "n_weights": int(agent.weights.size),
+    }
     t0 = time.perf_counter()
     if args.weighting == "regret":
         fit, exact = fit_by_regret(args, oracle, agent, progress)
@@ -181,23 +199,46 @@ def run(args: Args, progress: bool = True) -> dict:
         else:
             ids, targets, weights = optimal_visits(oracle, args.weighting == "optimal", progress)
         data_seconds = time.perf_counter() - t0
-        epochs = fit_values(agent, ids, targets, args.epochs, args.alpha, args.decay, weights, args.seed, progress,
-                            on_epoch=lambda e: tqdm.write(f"epoch {e.epoch}: alpha {e.alpha:.4f}, train MSE "
-                                                          f"{e.train_mse:,.2f}, {e.seconds:.0f} s"))  # fmt: skip
+        epochs = fit_values(
+            agent,
+            ids,
+            targets,
+            args.epochs,
+            args.alpha,
+            args.decay,
+            weights,
+            args.seed,
+            progress,
+            on_epoch=lambda e: tqdm.write(
+                f"epoch {e.epoch}: alpha {e.alpha:.4f}, train MSE {e.train_mse:,.2f}, {e.seconds:.0f} s"
+            ),
+        )
         mse = weighted_mse(agent, ids, targets, weights)
-        summary.update(samples=int(ids.size), data_seconds=data_seconds, fit_seconds=sum(e.seconds for e in epochs),
-                       epochs=[asdict(e) for e in epochs], final_mse=mse, final_rmse=float(np.sqrt(mse)))  # fmt: skip
+        summary.update(
+            samples=int(ids.size),
+            data_seconds=data_seconds,
+            fit_seconds=sum(e.seconds for e in epochs),
+            epochs=[asdict(e) for e in epochs],
+            final_mse=mse,
+            final_rmse=float(np.sqrt(mse)),
+        )
         fitted = f"{ids.size:,} afterstates: RMSE {summary['final_rmse']:.2f}"
         t1 = time.perf_counter()
         exact = oracle.evaluate(agent, progress=progress)
         summary["eval_seconds"] = time.perf_counter() - t1
     agent.save(out)
-    summary.update(exact_value=exact.value, optimal_value=exact.optimal_value,
-                   percent_of_optimal=exact.percent_of_optimal, weights=str(out))  # fmt: skip
+    summary.update(
+        exact_value=exact.value,
+        optimal_value=exact.optimal_value,
+        percent_of_optimal=exact.percent_of_optimal,
+        weights=str(out),
+    )
     write_json(out.with_suffix(".json"), summary)
-    print(f"{args.board} {args.tuples} tuples ({agent.weights.size:,} weights), {args.weighting} over {fitted}; "
-          f"greedy policy exact V^pi = {exact.value:.2f} = {exact.percent_of_optimal:.2f}% of V*\n"
-          f"wrote {out} and {out.with_suffix('.json')}")  # fmt: skip
+    print(
+        f"{args.board} {args.tuples} tuples ({agent.weights.size:,} weights), {args.weighting} over {fitted}; "
+        f"greedy policy exact V^pi = {exact.value:.2f} = {exact.percent_of_optimal:.2f}% of V*\n"
+        f"wrote {out} and {out.with_suffix('.json')}"
+    )
     return summary
 
 

@@ -14,8 +14,11 @@ import numpy as np
 
 from .learning_curve import read_curve
 
-X_AXES = {"steps": ("env_steps", "environment steps"), "time": ("train_seconds", "training time (s)"),
-          "labels": ("labels", "oracle-labelled states")}  # fmt: skip
+X_AXES = {
+    "steps": ("env_steps", "environment steps"),
+    "time": ("train_seconds", "training time (s)"),
+    "labels": ("labels", "oracle-labelled states"),
+}
 
 
 def plot_curves(paths, out, x: str = "steps", labels=None, title: str = "", log_x: bool | None = None):

@@ -32,9 +32,20 @@ from pathlib import Path
 from oracle.agent import evaluates_exactly
 
 COLUMNS = (
-    "run", "checkpoint", "env_steps", "games", "labels", "train_seconds", "wall_seconds", "method", "value",
-    "value_ci", "percent_of_optimal", "percent_ci", "optimal_value",
-)  # fmt: skip
+    "run",
+    "checkpoint",
+    "env_steps",
+    "games",
+    "labels",
+    "train_seconds",
+    "wall_seconds",
+    "method",
+    "value",
+    "value_ci",
+    "percent_of_optimal",
+    "percent_ci",
+    "optimal_value",
+)
 #: First seed of the evaluation games (far from the training seeds of the scripts).
 EVAL_SEED = 1_000_000
 METHODS = ("auto", "exact", "regret")
@@ -58,8 +69,9 @@ class EvalEvery:
         except ValueError:
             amount = -1.0
         if amount <= 0:
-            raise ValueError(f"--eval-every must be a positive number of env steps (500000) or seconds (60s), "
-                             f"got {text!r}")  # fmt: skip
+            raise ValueError(
+                f"--eval-every must be a positive number of env steps (500000) or seconds (60s), got {text!r}"
+            )
         return cls(amount, unit)
 
     def position(self, env_steps: int, train_seconds: float) -> float:
@@ -75,8 +87,9 @@ class LearningCurve:
     ``exact`` or ``regret``; ``episodes``: regret games per checkpoint.
     """
 
-    def __init__(self, path, oracle, every: EvalEvery | None, method: str = "auto", episodes: int = 300,
-                 run: str | None = None):  # fmt: skip
+    def __init__(
+        self, path, oracle, every: EvalEvery | None, method: str = "auto", episodes: int = 300, run: str | None = None
+    ):
         if method not in METHODS:
             raise ValueError(f"eval method must be one of {METHODS}, got {method!r}")
         if episodes < 2:
@@ -99,12 +112,20 @@ class LearningCurve:
         value, ci, method = self.evaluate(agent)
         v_star = self.oracle.start_value
         row = {
-            "run": self.run, "checkpoint": len(self.rows), "env_steps": int(env_steps), "games": int(games),
-            "labels": int(labels), "train_seconds": round(float(train_seconds), 3),
-            "wall_seconds": round(time.perf_counter() - self.start, 3), "method": method, "value": value,
-            "value_ci": ci, "percent_of_optimal": 100 * value / v_star, "percent_ci": 100 * ci / v_star,
+            "run": self.run,
+            "checkpoint": len(self.rows),
+            "env_steps": int(env_steps),
+            "games": int(games),
+            "labels": int(labels),
+            "train_seconds": round(float(train_seconds), 3),
+            "wall_seconds": round(time.perf_counter() - self.start, 3),
+            "method": method,
+            "value": value,
+            "value_ci": ci,
+            "percent_of_optimal": 100 * value / v_star,
+            "percent_ci": 100 * ci / v_star,
             "optimal_value": v_star,
-        }  # fmt: skip
+        }
         self.rows.append(row)
         with open(self.path, "a", newline="") as fh:
             csv.DictWriter(fh, fieldnames=COLUMNS).writerow(row)

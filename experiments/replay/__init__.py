@@ -35,8 +35,10 @@ def oracle_or_reason(board: str, objective: str = "score", p4: float = 0.1, tabl
     if table is not None:
         return shared_oracle(f"{rows}x{cols}", p4, table=table, objective=objective), ""
     if rows * cols > MAX_PACKED_CELLS:
-        return None, (f"a {rows}x{cols} board has {rows * cols} cells; the solver and the oracle handle boards of "
-                      f"at most {MAX_PACKED_CELLS} cells, so no table exists")  # fmt: skip
+        return None, (
+            f"a {rows}x{cols} board has {rows * cols} cells; the solver and the oracle handle boards of "
+            f"at most {MAX_PACKED_CELLS} cells, so no table exists"
+        )
     try:
         return shared_oracle(f"{rows}x{cols}", p4, objective=objective), ""
     except FileNotFoundError as err:
@@ -45,8 +47,11 @@ def oracle_or_reason(board: str, objective: str = "score", p4: float = 0.1, tabl
 
 def episode_label(spec: str, episode) -> str:
     """The episode list's entry: agent, seed, moves, outcome and total regret."""
-    outcome = f"score {int(episode.scores[-1]):,}" if episode.objective == "score" else (
-        "goal made" if episode.outcome >= 1 else "goal missed")  # fmt: skip
+    outcome = (
+        f"score {int(episode.scores[-1]):,}"
+        if episode.objective == "score"
+        else ("goal made" if episode.outcome >= 1 else "goal missed")
+    )
     regret = "" if episode.regrets is None else f", regret {episode.total_regret:.2f}"
     return f"{spec}, seed {episode.seed}: {episode.moves} moves, {outcome}{regret}"
 
@@ -60,8 +65,19 @@ def table_board(table) -> str:
         oracle.close()
 
 
-def replay(board: str | None, agent_spec: str, seed: int = 0, episodes: int = 1, out="replay.html", table=None,
-           objective: str = "score", p4: float = 0.1, gif=None, strip=None, fps: float = 4.0):  # fmt: skip
+def replay(
+    board: str | None,
+    agent_spec: str,
+    seed: int = 0,
+    episodes: int = 1,
+    out="replay.html",
+    table=None,
+    objective: str = "score",
+    p4: float = 0.1,
+    gif=None,
+    strip=None,
+    fps: float = 4.0,
+):
     """Play ``episodes`` games of ``agent_spec`` (seeds ``seed``, ``seed + 1``, ...) and write the viewer page to
     ``out`` (and the first game as a GIF / PNG strip).  Returns the list of :class:`~oracle.episodes.Episode`.
     ``board`` None: the ``table``'s board (3x3 without a table).  A table of an endgame pattern replays the
@@ -103,9 +119,11 @@ def _goal_tile(objective: str) -> int:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--board", default=None,
-                        help="RxC (default: the --table's board, else 3x3); boards with a table get Q-values and "
-                        "regret")  # fmt: skip
+    parser.add_argument(
+        "--board",
+        default=None,
+        help="RxC (default: the --table's board, else 3x3); boards with a table get Q-values and regret",
+    )
     parser.add_argument("--agent", required=True, help=USAGE)
     parser.add_argument("--seed", type=int, default=0, help="episode i is reset with seed SEED + i")
     parser.add_argument("--episodes", type=int, default=1, help="games on the page (selectable)")
@@ -117,8 +135,19 @@ def main(argv=None) -> None:
     parser.add_argument("--strip", default=None, help="also write the first game as a PNG strip of 12 frames")
     parser.add_argument("--fps", type=float, default=4.0, help="GIF frames per second (default 4)")
     args = parser.parse_args(argv)
-    played = replay(args.board, args.agent, args.seed, args.episodes, args.out, args.table, args.objective,
-                    args.p4, args.gif, args.strip, args.fps)  # fmt: skip
+    played = replay(
+        args.board,
+        args.agent,
+        args.seed,
+        args.episodes,
+        args.out,
+        args.table,
+        args.objective,
+        args.p4,
+        args.gif,
+        args.strip,
+        args.fps,
+    )
     for e in played:
         print(episode_label(args.agent, e))
     if played[0].note:

@@ -37,23 +37,36 @@ def episode_data(episode: Episode, label: str | None = None) -> dict:
     cumulative = np.concatenate([[0.0], np.cumsum(episode.regrets)]).tolist() if judged else None
     return {
         "label": label or f"{episode.agent or 'agent'}, seed {episode.seed}",
-        "agent": episode.agent, "seed": episode.seed, "board": episode.board, "objective": episode.objective,
-        "rows": int(rows), "cols": int(cols), "moves": n,
+        "agent": episode.agent,
+        "seed": episode.seed,
+        "board": episode.board,
+        "objective": episode.objective,
+        "rows": int(rows),
+        "cols": int(cols),
+        "moves": n,
         "boards": episode.boards.reshape(n + 1, rows * cols).astype(int).tolist(),
-        "actions": episode.actions.astype(int).tolist(), "rewards": episode.rewards.astype(int).tolist(),
-        "spawns": episode.spawns.astype(int).tolist(), "legal": episode.legal.tolist(),
+        "actions": episode.actions.astype(int).tolist(),
+        "rewards": episode.rewards.astype(int).tolist(),
+        "spawns": episode.spawns.astype(int).tolist(),
+        "legal": episode.legal.tolist(),
         "q": [_finite_or_none(q) for q in episode.q_values] if judged else None,
         "optimal": episode.optimal.tolist() if judged else None,
         "regrets": episode.regrets.tolist() if judged else None,
-        "scores": episode.scores.astype(int).tolist(), "ages": episode.ages.astype(int).tolist(),
-        "cumulative_regret": cumulative, "total_regret": episode.total_regret if judged else None,
-        "outcome": episode.outcome, "note": episode.note,
-        "pattern": episode.pattern, "fixed_cells": list(episode.fixed_cells), "goal_cells": list(episode.goal_cells),
-    }  # fmt: skip
+        "scores": episode.scores.astype(int).tolist(),
+        "ages": episode.ages.astype(int).tolist(),
+        "cumulative_regret": cumulative,
+        "total_regret": episode.total_regret if judged else None,
+        "outcome": episode.outcome,
+        "note": episode.note,
+        "pattern": episode.pattern,
+        "fixed_cells": list(episode.fixed_cells),
+        "goal_cells": list(episode.goal_cells),
+    }
 
 
-def page_data(episodes: list[Episode], labels: list[str] | None = None, title: str = "",
-              start_value: float | None = None) -> dict:  # fmt: skip
+def page_data(
+    episodes: list[Episode], labels: list[str] | None = None, title: str = "", start_value: float | None = None
+) -> dict:
     """Everything the page shows: ``{"title", "start_value", "actions", "palette", "episodes": [...]}``."""
     if not episodes:
         raise ValueError("no episodes to replay")
@@ -77,8 +90,9 @@ def render_page(data: dict) -> str:
     return page.replace("__TITLE__", html.escape(data["title"])).replace("__DATA__", payload)
 
 
-def write_replay_html(episodes: list[Episode], path, labels: list[str] | None = None, title: str = "",
-                      start_value: float | None = None) -> Path:  # fmt: skip
+def write_replay_html(
+    episodes: list[Episode], path, labels: list[str] | None = None, title: str = "", start_value: float | None = None
+) -> Path:
     """Write the viewer page for ``episodes`` to ``path`` (parents created); returns the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -93,8 +93,9 @@ def spread(assignment: Assignment, key_work: dict[int, int]) -> dict[int, int]:
     return out
 
 
-def replay(ages: dict[int, dict], tile: int, machines: int, tolerance: float | None = None,
-           split: float | None = None) -> list[AgeLoad]:  # fmt: skip
+def replay(
+    ages: dict[int, dict], tile: int, machines: int, tolerance: float | None = None, split: float | None = None
+) -> list[AgeLoad]:
     """Each age of the histogram ``ages`` (``{age: row}``, as :func:`experiments.scale.material.load_ages` reads
     it) on ``machines`` machines at threshold ``tile``, keys assigned as the distributed driver assigns them.
     With a ``tolerance``, keys are also moved between machines at every age as the driver moves them
@@ -121,8 +122,11 @@ def replay(ages: dict[int, dict], tile: int, machines: int, tolerance: float | N
         by_after = {int(k): int(a) for k, a in zip(keys, after, strict=True) if a > 0}
         ahead = with_states_ahead(by_after, {int(k): int(n) for k, n in zip(keys, states, strict=True)}, earlier)
         earlier = by_after
-        key_work = {int(k): ahead[int(k)] if a > 0 else int(n) for k, n, a, o in zip(keys, states, after, owners,
-                    strict=True) if a > 0 or o == UNASSIGNED}  # fmt: skip
+        key_work = {
+            int(k): ahead[int(k)] if a > 0 else int(n)
+            for k, n, a, o in zip(keys, states, after, owners, strict=True)
+            if a > 0 or o == UNASSIGNED
+        }
         if split is not None:
             assignment.split(spread(assignment, key_work), split)
         assignment.assign(spread(assignment, key_work))
@@ -159,21 +163,34 @@ def replay(ages: dict[int, dict], tile: int, machines: int, tolerance: float | N
             crossing = (count[:, None] * source * (1 - target)).sum(axis=0) + received
         nic = handed + crossing
         exchanged += moved
-        out.append(AgeLoad(age=age, states=int(states.sum()), afterstates=int(after.sum()),
-                           busiest=round(load_states[busiest] + load_after[busiest]),
-                           busiest_states=round(load_states[busiest]), busiest_afterstates=round(load_after[busiest]),
-                           largest_column=int((states + after).max()) if keys.size else 0,
-                           exchange_bytes=round(exchanged * (ID_BYTES + VALUE_BYTES)),
-                           busiest_nic_bytes=round((nic.max() + moved) * ID_BYTES),
-                           machine_work=tuple(load_states + load_after),
-                           machine_own=tuple(np.maximum(load_after - received, 0.0)),
-                           machine_crossing_bytes=tuple(crossing * ID_BYTES),
-                           machine_handoff_bytes=tuple((handed + moved) * ID_BYTES)))  # fmt: skip
+        out.append(
+            AgeLoad(
+                age=age,
+                states=int(states.sum()),
+                afterstates=int(after.sum()),
+                busiest=round(load_states[busiest] + load_after[busiest]),
+                busiest_states=round(load_states[busiest]),
+                busiest_afterstates=round(load_after[busiest]),
+                largest_column=int((states + after).max()) if keys.size else 0,
+                exchange_bytes=round(exchanged * (ID_BYTES + VALUE_BYTES)),
+                busiest_nic_bytes=round((nic.max() + moved) * ID_BYTES),
+                machine_work=tuple(load_states + load_after),
+                machine_own=tuple(np.maximum(load_after - received, 0.0)),
+                machine_crossing_bytes=tuple(crossing * ID_BYTES),
+                machine_handoff_bytes=tuple((handed + moved) * ID_BYTES),
+            )
+        )
     return out
 
 
-def seconds(loads: list[AgeLoad], cores: int, rate: float, nic_gbps: float | None, overhead: float = 1.0,
-            under_exchange: tuple[float, float] | None = None) -> dict:  # fmt: skip
+def seconds(
+    loads: list[AgeLoad],
+    cores: int,
+    rate: float,
+    nic_gbps: float | None,
+    overhead: float = 1.0,
+    under_exchange: tuple[float, float] | None = None,
+) -> dict:
     """The model's time for ``loads``: compute (the busiest machine of every age at ``rate`` states + afterstates
     per core-second on ``cores`` cores) and network (the busiest NIC of every age at ``nic_gbps``; None: free),
     each summed over the ages, and their total times ``overhead`` (``total_s``: every transfer between kernels).
@@ -189,12 +206,21 @@ def seconds(loads: list[AgeLoad], cores: int, rate: float, nic_gbps: float | Non
     nic_bytes_per_second = None if nic_gbps is None else nic_gbps * 1e9 / 8
     compute = sum(x.busiest for x in loads) / per_second
     if nic_bytes_per_second is None:
-        return {"compute_s": compute, "network_s": 0.0, "total_s": overhead * compute,
-                "overlapped_s": overhead * compute, "pipelined_s": overhead * compute}  # fmt: skip
+        return {
+            "compute_s": compute,
+            "network_s": 0.0,
+            "total_s": overhead * compute,
+            "overlapped_s": overhead * compute,
+            "pipelined_s": overhead * compute,
+        }
     network = sum(x.busiest_nic_bytes for x in loads) / nic_bytes_per_second
     overlapped = sum(max(x.busiest / per_second, x.busiest_nic_bytes / nic_bytes_per_second) for x in loads)
-    out = {"compute_s": compute, "network_s": network, "total_s": overhead * (compute + network),
-           "overlapped_s": overhead * overlapped}  # fmt: skip
+    out = {
+        "compute_s": compute,
+        "network_s": network,
+        "total_s": overhead * (compute + network),
+        "overlapped_s": overhead * overlapped,
+    }
     if under_exchange is not None:
         pipelined = 0.0
         for x in loads:
@@ -216,17 +242,23 @@ def summary(loads: list[AgeLoad], machines: int) -> dict:
     work = sum(x.work for x in loads)
     busiest = [int(np.argmax(x.machine_work)) for x in loads]
     after = sum(x.busiest_afterstates for x in loads)  # the busiest machine's, as argmax finds it
-    mine = {name: sum(getattr(x, name)[b] for x, b in zip(loads, busiest, strict=True))
-            for name in ("machine_own", "machine_crossing_bytes", "machine_handoff_bytes")}  # fmt: skip
-    return {"machines": machines, "ages": len(loads), "states_and_afterstates": work,
-            "imbalance": sum(x.busiest for x in loads) * machines / work,
-            "critical_path_share": sum(x.busiest for x in loads) / work,
-            "largest_column_share": sum(x.largest_column for x in loads) / work,
-            "exchange_bytes_per_item": sum(x.exchange_bytes for x in loads) / work,
-            "busiest_nic_bytes_per_item": sum(x.busiest_nic_bytes for x in loads) / work,
-            "busiest_own_share": mine["machine_own"] / after if after else 1.0,
-            "busiest_crossing_bytes_per_item": mine["machine_crossing_bytes"] / work,
-            "busiest_handoff_bytes_per_item": mine["machine_handoff_bytes"] / work}  # fmt: skip
+    mine = {
+        name: sum(getattr(x, name)[b] for x, b in zip(loads, busiest, strict=True))
+        for name in ("machine_own", "machine_crossing_bytes", "machine_handoff_bytes")
+    }
+    return {
+        "machines": machines,
+        "ages": len(loads),
+        "states_and_afterstates": work,
+        "imbalance": sum(x.busiest for x in loads) * machines / work,
+        "critical_path_share": sum(x.busiest for x in loads) / work,
+        "largest_column_share": sum(x.largest_column for x in loads) / work,
+        "exchange_bytes_per_item": sum(x.exchange_bytes for x in loads) / work,
+        "busiest_nic_bytes_per_item": sum(x.busiest_nic_bytes for x in loads) / work,
+        "busiest_own_share": mine["machine_own"] / after if after else 1.0,
+        "busiest_crossing_bytes_per_item": mine["machine_crossing_bytes"] / work,
+        "busiest_handoff_bytes_per_item": mine["machine_handoff_bytes"] / work,
+    }
 
 
 def modelled_load(age: int, states: int, afterstates: int, model: dict, machines: int) -> AgeLoad:
@@ -236,18 +268,32 @@ def modelled_load(age: int, states: int, afterstates: int, model: dict, machines
     work = states + afterstates
     share = model["imbalance"] / machines
     busiest_afterstates = round(afterstates * share)
-    return AgeLoad(age=age, states=states, afterstates=afterstates, busiest=round(work * share),
-                   busiest_states=round(states * share), busiest_afterstates=busiest_afterstates,
-                   largest_column=round(work * model["largest_column_share"]),
-                   exchange_bytes=round(work * model["exchange_bytes_per_item"]),
-                   busiest_nic_bytes=round(work * model["busiest_nic_bytes_per_item"]),
-                   machine_work=(work * share,), machine_own=(busiest_afterstates * model["busiest_own_share"],),
-                   machine_crossing_bytes=(work * model["busiest_crossing_bytes_per_item"],),
-                   machine_handoff_bytes=(work * model["busiest_handoff_bytes_per_item"],))  # fmt: skip
+    return AgeLoad(
+        age=age,
+        states=states,
+        afterstates=afterstates,
+        busiest=round(work * share),
+        busiest_states=round(states * share),
+        busiest_afterstates=busiest_afterstates,
+        largest_column=round(work * model["largest_column_share"]),
+        exchange_bytes=round(work * model["exchange_bytes_per_item"]),
+        busiest_nic_bytes=round(work * model["busiest_nic_bytes_per_item"]),
+        machine_work=(work * share,),
+        machine_own=(busiest_afterstates * model["busiest_own_share"],),
+        machine_crossing_bytes=(work * model["busiest_crossing_bytes_per_item"],),
+        machine_handoff_bytes=(work * model["busiest_handoff_bytes_per_item"],),
+    )
 
 
-def calibrate(ages: dict[int, dict], tile: int, local_seconds: float, ray_seconds: float, workers: int = 2,
-              tolerance: float | None = DEFAULT_TOLERANCE, split: float | None = DEFAULT_SPLIT) -> dict:  # fmt: skip
+def calibrate(
+    ages: dict[int, dict],
+    tile: int,
+    local_seconds: float,
+    ray_seconds: float,
+    workers: int = 2,
+    tolerance: float | None = DEFAULT_TOLERANCE,
+    split: float | None = DEFAULT_SPLIT,
+) -> dict:
     """The model's ``overhead`` from one build measured on this machine: the local build on ``workers`` threads
     (its rate per core-second is the model's rate) against the Ray build on ``workers`` one-CPU nodes (keys moved
     with ``tolerance``, as that build moved them), network free (loopback).  Returns the rate, the modelled and
@@ -255,8 +301,12 @@ def calibrate(ages: dict[int, dict], tile: int, local_seconds: float, ray_second
     loads = replay(ages, tile, workers, tolerance, split)
     rate = sum(x.work for x in loads) / (local_seconds * workers)
     modelled = seconds(loads, cores=1, rate=rate, nic_gbps=None)["total_s"]
-    return {"rate_per_core_second": rate, "modelled_ray_s": modelled, "measured_ray_s": ray_seconds,
-            "overhead": ray_seconds / modelled}  # fmt: skip
+    return {
+        "rate_per_core_second": rate,
+        "modelled_ray_s": modelled,
+        "measured_ray_s": ray_seconds,
+        "overhead": ray_seconds / modelled,
+    }
 
 
 def _tile(text: str) -> int:
@@ -287,32 +337,62 @@ def add_model_args(parser: argparse.ArgumentParser, rate_required: bool = True) 
     """The model's options shared by the projections: --tile, --rebalance, --split, --rate, --overhead, --cores,
     --machines, --nic-gbps."""
     parser.add_argument("--tile", type=_tile, default=8, help="the material threshold T (default 8)")
-    parser.add_argument("--rebalance", type=_tolerance, default=DEFAULT_TOLERANCE, metavar="TOL|off",
-                        help="move keys at every age while the busiest machine exceeds an even share by more than "
-                        f"TOL, as the driver does (default {DEFAULT_TOLERANCE}, the driver's); off: never")  # fmt: skip
-    parser.add_argument("--split", type=_split, default=DEFAULT_SPLIT, metavar="SHARES|off",
-                        help="split a column larger than SHARES even shares of an age across machines, as the driver "
-                        f"does (default {DEFAULT_SPLIT}, the driver's); off: never")  # fmt: skip
-    parser.add_argument("--rate", type=float, required=rate_required, default=None,
-                        help="states + afterstates per core-second of the whole build")  # fmt: skip
+    parser.add_argument(
+        "--rebalance",
+        type=_tolerance,
+        default=DEFAULT_TOLERANCE,
+        metavar="TOL|off",
+        help="move keys at every age while the busiest machine exceeds an even share by more than "
+        f"TOL, as the driver does (default {DEFAULT_TOLERANCE}, the driver's); off: never",
+    )
+    parser.add_argument(
+        "--split",
+        type=_split,
+        default=DEFAULT_SPLIT,
+        metavar="SHARES|off",
+        help="split a column larger than SHARES even shares of an age across machines, as the driver "
+        f"does (default {DEFAULT_SPLIT}, the driver's); off: never",
+    )
+    parser.add_argument(
+        "--rate",
+        type=float,
+        required=rate_required,
+        default=None,
+        help="states + afterstates per core-second of the whole build",
+    )
     parser.add_argument("--overhead", type=float, default=1.0, help="from critical_path --calibrate (default 1)")
     parser.add_argument("--cores", type=int, default=16, help="cores per machine (default 16)")
     parser.add_argument("--machines", type=int, nargs="+", default=[1, 2, 8, 64])
     parser.add_argument("--nic-gbps", type=float, default=10.0)
-    parser.add_argument("--under-exchange", type=float, nargs=2, default=None, metavar=("FORWARD", "BACKWARD"),
-                        help="an afterstate's cost in the steps that run while the exchange travels, per pass, over "
-                        "the mean state or afterstate (python -m experiments.bench.material_balance prints it): "
-                        "adds the driver's pipelined time")  # fmt: skip
+    parser.add_argument(
+        "--under-exchange",
+        type=float,
+        nargs=2,
+        default=None,
+        metavar=("FORWARD", "BACKWARD"),
+        help="an afterstate's cost in the steps that run while the exchange travels, per pass, over "
+        "the mean state or afterstate (python -m experiments.bench.material_balance prints it): "
+        "adds the driver's pipelined time",
+    )
 
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("histogram", nargs="+",
-                        help="JSON Lines of python -m experiments.scale.material --json; several are spliced, each "
-                        "from its first age on")  # fmt: skip
+    parser.add_argument(
+        "histogram",
+        nargs="+",
+        help="JSON Lines of python -m experiments.scale.material --json; several are spliced, each "
+        "from its first age on",
+    )
     add_model_args(parser, rate_required=False)
-    parser.add_argument("--calibrate", type=float, nargs=2, metavar=("LOCAL_S", "RAY_S"), default=None,
-                        help="seconds of this build: local on 2 threads, Ray on 2 one-CPU nodes")  # fmt: skip
+    parser.add_argument(
+        "--calibrate",
+        type=float,
+        nargs=2,
+        metavar=("LOCAL_S", "RAY_S"),
+        default=None,
+        help="seconds of this build: local on 2 threads, Ray on 2 one-CPU nodes",
+    )
     args = parser.parse_args(argv)
     ages = load_ages(*args.histogram)
     if not ages:
@@ -324,9 +404,11 @@ def main(argv=None) -> dict:
         out["calibration"] = cal
         rate = rate or cal["rate_per_core_second"]
         overhead = cal["overhead"]
-        print(f"calibration: local {args.calibrate[0]:.1f} s on 2 threads = {cal['rate_per_core_second']:,.0f} per "
-              f"core-second; the model gives Ray on 2 x 1 CPU {cal['modelled_ray_s']:.1f} s, measured "
-              f"{cal['measured_ray_s']:.1f} s: overhead x{cal['overhead']:.3f}")  # fmt: skip
+        print(
+            f"calibration: local {args.calibrate[0]:.1f} s on 2 threads = {cal['rate_per_core_second']:,.0f} per "
+            f"core-second; the model gives Ray on 2 x 1 CPU {cal['modelled_ray_s']:.1f} s, measured "
+            f"{cal['measured_ray_s']:.1f} s: overhead x{cal['overhead']:.3f}"
+        )
     if rate is None:
         parser.error("give --rate or --calibrate")
     for m in args.machines:
@@ -335,10 +417,12 @@ def main(argv=None) -> dict:
         t = seconds(loads, args.cores, rate, args.nic_gbps, overhead, args.under_exchange)
         out["machines"][m] = {**s, **t}
         piped = f"; pipelined {t['pipelined_s']:,.0f} s" if "pipelined_s" in t else ""
-        print(f"{m:>3} x {args.cores} cores: imbalance {s['imbalance']:.3f}, exchange "
-              f"{s['exchange_bytes_per_item']:.2f} B per item (busiest NIC {s['busiest_nic_bytes_per_item']:.2f}); "
-              f"compute {t['compute_s']:,.0f} s + network {t['network_s']:,.0f} s, x{overhead:.3f} = "
-              f"{t['total_s']:,.0f} s{piped}")  # fmt: skip
+        print(
+            f"{m:>3} x {args.cores} cores: imbalance {s['imbalance']:.3f}, exchange "
+            f"{s['exchange_bytes_per_item']:.2f} B per item (busiest NIC {s['busiest_nic_bytes_per_item']:.2f}); "
+            f"compute {t['compute_s']:,.0f} s + network {t['network_s']:,.0f} s, x{overhead:.3f} = "
+            f"{t['total_s']:,.0f} s{piped}"
+        )
     return out
 
 

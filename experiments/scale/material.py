@@ -143,15 +143,20 @@ def count_pairs(sources: np.ndarray, targets: np.ndarray, source: np.ndarray, ta
         counts = counts[ids]
     else:
         ids, counts = np.unique(ids, return_counts=True)
-    return [[int(sources[i // targets.size]), int(targets[i % targets.size]), int(n)]
-            for i, n in zip(ids.tolist(), counts.tolist(), strict=True)]  # fmt: skip
+    return [
+        [int(sources[i // targets.size]), int(targets[i % targets.size]), int(n)]
+        for i, n in zip(ids.tolist(), counts.tolist(), strict=True)
+    ]
 
 
 def key_histogram(keys: np.ndarray, index: np.ndarray, state_counts: np.ndarray, after_counts: np.ndarray) -> dict:
     """``{"keys": [...], "states": [...], "afterstates": [...]}``: the keys ``keys`` (sorted ``uint64[k]``) with
     the states and afterstates (``int64[f]``) of the finer keys that ``index`` (``int64[f]``) maps onto each."""
-    return {"keys": keys.tolist(), "states": np.bincount(index, state_counts, keys.size).astype(np.int64).tolist(),
-            "afterstates": np.bincount(index, after_counts, keys.size).astype(np.int64).tolist()}  # fmt: skip
+    return {
+        "keys": keys.tolist(),
+        "states": np.bincount(index, state_counts, keys.size).astype(np.int64).tolist(),
+        "afterstates": np.bincount(index, after_counts, keys.size).astype(np.int64).tolist(),
+    }
 
 
 def measure_age(states: np.ndarray, afterstates: np.ndarray, spec: SolveSpec, lows=THRESHOLDS) -> dict:
@@ -187,12 +192,15 @@ def measure_age(states: np.ndarray, afterstates: np.ndarray, spec: SolveSpec, lo
         first[1:] |= s[1:] != s[:-1]
         kept = np.flatnonzero(first & (coarse_keys[s] != coarse_targets[t]))
         row["by_threshold"][str(1 << int(lows[i]))] = {
-            "columns": int(sizes.size), "largest": int(sizes.max()) if sizes.size else 0,
-            "largest_share": float(sizes.max() / work) if work else 0.0, "legal_moves": int(legal),
+            "columns": int(sizes.size),
+            "largest": int(sizes.max()) if sizes.size else 0,
+            "largest_share": float(sizes.max() / work) if work else 0.0,
+            "legal_moves": int(legal),
             "crossing_moves": int(crossing[i]),
             "crossing_afterstates": int(np.count_nonzero(np.diff(after[kept])) + 1) if kept.size else 0,
-            **histogram, "pairs": count_pairs(coarse_keys, coarse_targets, s[kept], t[kept]),
-        }  # fmt: skip
+            **histogram,
+            "pairs": count_pairs(coarse_keys, coarse_targets, s[kept], t[kept]),
+        }
     return row
 
 
@@ -218,11 +226,18 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_spec_args(parser)
     parser.add_argument("--max-age", type=int, default=None, help="stop the forward pass after this age")
-    parser.add_argument("--min-age", type=int, default=0,
-                        help="measure only from this age on (the forward pass still runs from the start): the "
-                        "score game's ages below 256 are tile:8's")  # fmt: skip
-    parser.add_argument("--thresholds", default=",".join(str(1 << t) for t in THRESHOLDS),
-                        help="tiles T (powers of two >= 8) whose multisets key the columns")  # fmt: skip
+    parser.add_argument(
+        "--min-age",
+        type=int,
+        default=0,
+        help="measure only from this age on (the forward pass still runs from the start): the "
+        "score game's ages below 256 are tile:8's",
+    )
+    parser.add_argument(
+        "--thresholds",
+        default=",".join(str(1 << t) for t in THRESHOLDS),
+        help="tiles T (powers of two >= 8) whose multisets key the columns",
+    )
     parser.add_argument(
         "--json", default=None, help="append every age's row here as it is measured (JSON Lines), then the summary"
     )
@@ -259,8 +274,10 @@ def main(argv=None) -> None:
     finally:
         if sink is not None:
             sink.close()
-    print(f"{spec.describe()}: {summary['ages']} ages, {summary['states_and_afterstates']:,} states+afterstates, "
-          f"{summary['seconds']:.0f} s")  # fmt: skip
+    print(
+        f"{spec.describe()}: {summary['ages']} ages, {summary['states_and_afterstates']:,} states+afterstates, "
+        f"{summary['seconds']:.0f} s"
+    )
     print("T      most columns  critical path  crossing moves  crossing afterstates per item")
     for t, s in summary["by_threshold"].items():
         shares = f"{s['critical_path_share']:>13.4f}  {s['crossing_move_share']:>14.4f}"

@@ -80,8 +80,14 @@ def tail_model(loads: list[AgeLoad], machines: int, fraction: float = 0.25) -> d
     return {"from_age": tail[0].age, "to_age": tail[-1].age, "afterstates_per_state": ratio, **summary(tail, machines)}
 
 
-def extend(loads: list[AgeLoad], published: np.ndarray, machines: int, fraction: float = 0.25,
-           kept: int | None = None, afterstates_total: int | None = None) -> tuple:  # fmt: skip
+def extend(
+    loads: list[AgeLoad],
+    published: np.ndarray,
+    machines: int,
+    fraction: float = 0.25,
+    kept: int | None = None,
+    afterstates_total: int | None = None,
+) -> tuple:
     """``(loads, model)``: the measured ``loads`` up to age ``kept`` (default: all), then every later age of
     ``published`` (``int64 (ages, 2)``: age, states) modelled by :func:`tail_model` of the last ``fraction`` of
     the measured ages.  The modelled ages get the model's afterstates per state, or, given the game's
@@ -111,40 +117,70 @@ def check_counts(ages: dict[int, dict], published: np.ndarray) -> int:
     return agreed
 
 
-def project(ages: dict[int, dict], tile: int, machines: list[int], cores: int, rate: float, overhead: float,
-            nic_gbps: float, published: np.ndarray, fraction: float = 0.25,
-            tolerance: float | None = DEFAULT_TOLERANCE, split: float | None = DEFAULT_SPLIT,
-            under_exchange: tuple[float, float] | None = None) -> dict:  # fmt: skip
+def project(
+    ages: dict[int, dict],
+    tile: int,
+    machines: list[int],
+    cores: int,
+    rate: float,
+    overhead: float,
+    nic_gbps: float,
+    published: np.ndarray,
+    fraction: float = 0.25,
+    tolerance: float | None = DEFAULT_TOLERANCE,
+    split: float | None = DEFAULT_SPLIT,
+    under_exchange: tuple[float, float] | None = None,
+) -> dict:
     agreed = check_counts(ages, published)
-    out = {"tile": tile, "rebalance": tolerance, "split": split, "cores": cores, "rate": rate, "overhead": overhead,
-           "nic_gbps": nic_gbps, "under_exchange": under_exchange,
-           "measured_ages": [min(ages), max(ages)], "agrees_with_published_to_age": agreed, "machines": {}}  # fmt: skip
+    out = {
+        "tile": tile,
+        "rebalance": tolerance,
+        "split": split,
+        "cores": cores,
+        "rate": rate,
+        "overhead": overhead,
+        "nic_gbps": nic_gbps,
+        "under_exchange": under_exchange,
+        "measured_ages": [min(ages), max(ages)],
+        "agrees_with_published_to_age": agreed,
+        "machines": {},
+    }
     for m in machines:
         replayed = replay(ages, tile, m, tolerance, split)
         loads, model = extend(replayed, published, m, fraction, kept=agreed, afterstates_total=AFTERSTATES_4X3)
         t = seconds(loads, cores, rate, nic_gbps, overhead, under_exchange)
         peak = max(loads, key=lambda x: x.busiest)
         out["machines"][m] = {
-            "hours": t["total_s"] / HOUR, "overlapped_h": t["overlapped_s"] / HOUR,
+            "hours": t["total_s"] / HOUR,
+            "overlapped_h": t["overlapped_s"] / HOUR,
             **({"pipelined_h": t["pipelined_s"] / HOUR} if "pipelined_s" in t else {}),
             "compute_h": overhead * t["compute_s"] / HOUR,
-            "network_h": overhead * t["network_s"] / HOUR, "network_tb": sum(x.exchange_bytes for x in loads) / 1e12,
+            "network_h": overhead * t["network_s"] / HOUR,
+            "network_tb": sum(x.exchange_bytes for x in loads) / 1e12,
             "memory_gb": local_backward_bytes(peak.busiest_states, peak.busiest_afterstates) / 1e9,
-            "states_and_afterstates": sum(x.work for x in loads), "tail_model": model,
+            "states_and_afterstates": sum(x.work for x in loads),
+            "tail_model": model,
             "measured": summary(replayed, m),
-        }  # fmt: skip
+        }
     return out
 
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--histogram", required=True, nargs="+",
-                        help="JSON Lines of python -m experiments.scale.material; several are spliced, each from its "
-                        "first age on")  # fmt: skip
+    parser.add_argument(
+        "--histogram",
+        required=True,
+        nargs="+",
+        help="JSON Lines of python -m experiments.scale.material; several are spliced, each from its first age on",
+    )
     add_model_args(parser)
-    parser.add_argument("--model-fraction", type=float, default=0.25,
-                        help="the last fraction of the measured ages that models the later ones (default 0.25; "
-                        "1: all, for a capped game standing in for the score game)")  # fmt: skip
+    parser.add_argument(
+        "--model-fraction",
+        type=float,
+        default=0.25,
+        help="the last fraction of the measured ages that models the later ones (default 0.25; "
+        "1: all, for a capped game standing in for the score game)",
+    )
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     ages = load_ages(*args.histogram)
@@ -153,21 +189,37 @@ def main(argv=None) -> dict:
     published = np.loadtxt(PUBLISHED_4X3, dtype=np.int64)
     if not 0 < args.model_fraction <= 1:
         parser.error(f"--model-fraction must be in (0, 1], got {args.model_fraction}")
-    out = project(ages, args.tile, args.machines, args.cores, args.rate, args.overhead, args.nic_gbps, published,
-                  args.model_fraction, args.rebalance, args.split, args.under_exchange)  # fmt: skip
+    out = project(
+        ages,
+        args.tile,
+        args.machines,
+        args.cores,
+        args.rate,
+        args.overhead,
+        args.nic_gbps,
+        published,
+        args.model_fraction,
+        args.rebalance,
+        args.split,
+        args.under_exchange,
+    )
     agreed = out["agrees_with_published_to_age"]
-    print(f"histogram: ages {min(ages)}-{max(ages)} at T = {args.tile}; its states agree with seed 000's to age "
-          f"{agreed}{' (another game: a stand-in)' if agreed < max(ages) else ''}")  # fmt: skip
+    print(
+        f"histogram: ages {min(ages)}-{max(ages)} at T = {args.tile}; its states agree with seed 000's to age "
+        f"{agreed}{' (another game: a stand-in)' if agreed < max(ages) else ''}"
+    )
     for m, p in out["machines"].items():
         tm, ms = p["tail_model"], p["measured"]
         piped = f"{p['pipelined_h']:.2f} h pipelined as the driver runs, " if "pipelined_h" in p else ""
-        print(f"{m:>3} x {args.cores} cores: {piped}{p['hours']:.2f} h with every transfer between kernels (compute "
-              f"{p['compute_h']:.2f} h + network {p['network_h']:.2f} h), {p['overlapped_h']:.2f} h with every "
-              f"transfer under them; network "
-              f"{p['network_tb']:.1f} TB; memory {p['memory_gb']:.1f} GB per "
-              f"machine; measured ages: imbalance {ms['imbalance']:.3f}, {ms['exchange_bytes_per_item']:.2f} B per "
-              f"item; later ages modelled on ages {tm['from_age']}-{tm['to_age']}: imbalance "
-              f"{tm['imbalance']:.3f}, {tm['exchange_bytes_per_item']:.2f} B per item")  # fmt: skip
+        print(
+            f"{m:>3} x {args.cores} cores: {piped}{p['hours']:.2f} h with every transfer between kernels (compute "
+            f"{p['compute_h']:.2f} h + network {p['network_h']:.2f} h), {p['overlapped_h']:.2f} h with every "
+            f"transfer under them; network "
+            f"{p['network_tb']:.1f} TB; memory {p['memory_gb']:.1f} GB per "
+            f"machine; measured ages: imbalance {ms['imbalance']:.3f}, {ms['exchange_bytes_per_item']:.2f} B per "
+            f"item; later ages modelled on ages {tm['from_age']}-{tm['to_age']}: imbalance "
+            f"{tm['imbalance']:.3f}, {tm['exchange_bytes_per_item']:.2f} B per item"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
     return out

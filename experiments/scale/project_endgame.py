@@ -52,9 +52,15 @@ def table_facts(path) -> dict:
         counts = t.counts()
         largest = max(c.states + c.afterstates for c in counts)
         items = int(t.attrs["states"]) + int(t.attrs["afterstates"])
-        return {"name": p.name, "target": p.target_tile, "free": len(p.free_cells), "items": items,
-                "afterstates": int(t.attrs["afterstates"]), "bytes": table_bytes(path),
-                "largest_age_share": largest / items}  # fmt: skip
+        return {
+            "name": p.name,
+            "target": p.target_tile,
+            "free": len(p.free_cells),
+            "items": items,
+            "afterstates": int(t.attrs["afterstates"]),
+            "bytes": table_bytes(path),
+            "largest_age_share": largest / items,
+        }
 
 
 def growth_per_doubling(facts: list[dict], free: int, low: int, high: int) -> list[float]:
@@ -63,8 +69,16 @@ def growth_per_doubling(facts: list[dict], free: int, low: int, high: int) -> li
     return [by[(n, high)]["items"] / by[(n, low)]["items"] for n, t in by if t == low and (n, high) in by]
 
 
-def project_table(items: float, after_share: float, largest_age_share: float, models: dict[int, dict], cores: int,
-                  rate: float, overhead: float, nic_gbps: float) -> dict:  # fmt: skip
+def project_table(
+    items: float,
+    after_share: float,
+    largest_age_share: float,
+    models: dict[int, dict],
+    cores: int,
+    rate: float,
+    overhead: float,
+    nic_gbps: float,
+) -> dict:
     """One projected table of ``items`` states + afterstates (``after_share`` of them afterstates, the largest age
     ``largest_age_share`` of them) on each machine count of ``models`` (``{M: critical_path.summary}``): hours,
     network TB and memory per machine."""
@@ -75,8 +89,11 @@ def project_table(items: float, after_share: float, largest_age_share: float, mo
         whole = modelled_load(0, states, afterstates, model, m)
         t = seconds([whole], cores, rate, nic_gbps, overhead)
         peak = modelled_load(0, round(states * largest_age_share), round(afterstates * largest_age_share), model, m)
-        out[m] = {"hours": t["total_s"] / HOUR, "network_tb": whole.exchange_bytes / 1e12,
-                  "memory_gb": local_backward_bytes(peak.busiest_states, peak.busiest_afterstates) / GB}  # fmt: skip
+        out[m] = {
+            "hours": t["total_s"] / HOUR,
+            "network_tb": whole.exchange_bytes / 1e12,
+            "memory_gb": local_backward_bytes(peak.busiest_states, peak.busiest_afterstates) / GB,
+        }
     return out
 
 
@@ -89,9 +106,11 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     facts = [table_facts(p) for p in args.tables]
     for f in facts:
-        print(f"{f['name']}-{f['target']}: {f['items']:,} states+afterstates, {f['afterstates']:,} afterstates, "
-              f"{8 * f['bytes'] / f['afterstates']:.1f} bits per afterstate, largest age "
-              f"{100 * f['largest_age_share']:.2f}% of the items")  # fmt: skip
+        print(
+            f"{f['name']}-{f['target']}: {f['items']:,} states+afterstates, {f['afterstates']:,} afterstates, "
+            f"{8 * f['bytes'] / f['afterstates']:.1f} bits per afterstate, largest age "
+            f"{100 * f['largest_age_share']:.2f}% of the items"
+        )
     growth = growth_per_doubling(facts, 10, 256, 512)
     if not growth:
         raise SystemExit("need a 10-free-cell pattern built at both T = 256 and 512 for the growth per doubling")
@@ -109,9 +128,11 @@ def main(argv=None) -> None:
     ages = load_ages(args.histogram)
     models = {m: summary(replay(ages, args.tile, m, args.rebalance, args.split), m) for m in args.machines}
     for m, model in models.items():
-        print(f"histogram on {m} machines: imbalance {model['imbalance']:.3f}, exchange "
-              f"{model['exchange_bytes_per_item']:.2f} B per item (busiest NIC "
-              f"{model['busiest_nic_bytes_per_item']:.2f})")  # fmt: skip
+        print(
+            f"histogram on {m} machines: imbalance {model['imbalance']:.3f}, exchange "
+            f"{model['exchange_bytes_per_item']:.2f} B per item (busiest NIC "
+            f"{model['busiest_nic_bytes_per_item']:.2f})"
+        )
     bits = sum(8 * f["bytes"] / f["afterstates"] for f in facts) / len(facts)
     after_share = sum(f["afterstates"] / f["items"] for f in facts) / len(facts)
     share = max(f["largest_age_share"] for f in facts)
@@ -120,12 +141,20 @@ def main(argv=None) -> None:
         scale = COMMUNITY_BYTES[name] / COMMUNITY_BYTES["444-2048"]
         for g in (g_low, g_high):
             items = base["items"] * g**doublings * scale
-            row = {"table": name, "g": g, "items": items, "disk_tb": items * after_share * bits / 8 / 1e12,
-                   "machines": project_table(items, after_share, share, models, args.cores, args.rate, args.overhead,
-                                             args.nic_gbps)}  # fmt: skip
+            row = {
+                "table": name,
+                "g": g,
+                "items": items,
+                "disk_tb": items * after_share * bits / 8 / 1e12,
+                "machines": project_table(
+                    items, after_share, share, models, args.cores, args.rate, args.overhead, args.nic_gbps
+                ),
+            }
             out["rows"].append(row)
-            each = "; ".join(f"{m} x {args.cores}: {r['hours']:.1f} h, {r['network_tb']:.1f} TB, "
-                             f"{r['memory_gb']:.1f} GB" for m, r in row["machines"].items())  # fmt: skip
+            each = "; ".join(
+                f"{m} x {args.cores}: {r['hours']:.1f} h, {r['network_tb']:.1f} TB, {r['memory_gb']:.1f} GB"
+                for m, r in row["machines"].items()
+            )
             print(f"{name} (g = {g:.2f}): {items:.3g} states+afterstates, table {row['disk_tb']:.2f} TB; {each}")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n")

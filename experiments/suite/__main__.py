@@ -83,8 +83,17 @@ def cmd_registry(args) -> int:
 def cmd_dataset(args) -> int:
     from .dataset import make_dataset
 
-    make_dataset(args.task, args.policy, args.episodes, args.out, name=args.name, seed=args.seed,
-                 overwrite=args.overwrite, progress=not args.quiet, trainer=args.trainer)  # fmt: skip
+    make_dataset(
+        args.task,
+        args.policy,
+        args.episodes,
+        args.out,
+        name=args.name,
+        seed=args.seed,
+        overwrite=args.overwrite,
+        progress=not args.quiet,
+        trainer=args.trainer,
+    )
     return 0
 
 
@@ -128,10 +137,19 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=int, default=5, help="runs per task: seeds 0..N-1 (default 5)")
     p.add_argument("--tasks", default=None, help="comma-separated task names (default: all)")
     p.add_argument("--out", required=True, help="results directory (resumed if it holds a run of the same agent)")
-    p.add_argument("--only-seeds", default=None, metavar="LIST",
-                   help="run only these seeds (comma-separated): processes sharing one --out split a run")  # fmt: skip
-    p.add_argument("--curve", type=int, default=0, metavar="K",
-                   help="with --trainer: record K checkpoints over the budget and the training regret")  # fmt: skip
+    p.add_argument(
+        "--only-seeds",
+        default=None,
+        metavar="LIST",
+        help="run only these seeds (comma-separated): processes sharing one --out split a run",
+    )
+    p.add_argument(
+        "--curve",
+        type=int,
+        default=0,
+        metavar="K",
+        help="with --trainer: record K checkpoints over the budget and the training regret",
+    )
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("compare", help="aggregate results directories with rliable: table and plots")

@@ -28,8 +28,14 @@ def _rliable():
 def point_estimates(scores: np.ndarray) -> np.ndarray:
     """IQM, mean, median and optimality gap (gamma = 1, the optimum) of a ``(runs, tasks)`` score matrix."""
     _, metrics = _rliable()
-    return np.array([metrics.aggregate_iqm(scores), metrics.aggregate_mean(scores),
-                     metrics.aggregate_median(scores), metrics.aggregate_optimality_gap(scores, 1.0)])  # fmt: skip
+    return np.array(
+        [
+            metrics.aggregate_iqm(scores),
+            metrics.aggregate_mean(scores),
+            metrics.aggregate_median(scores),
+            metrics.aggregate_optimality_gap(scores, 1.0),
+        ]
+    )
 
 
 def interval_estimates(matrices: dict[str, np.ndarray], reps: int = 2000, seed: int = 0):
@@ -52,9 +58,14 @@ def probability_of_improvement(x: np.ndarray, y: np.ndarray, reps: int = 2000, s
 def aggregate_table(matrices: dict[str, np.ndarray], reps: int = 2000) -> dict:
     """``{name: {metric: {"point", "ci": [low, high]}, "runs": n}}`` of each ``(runs, tasks)`` matrix."""
     points, cis = interval_estimates(matrices, reps)
-    return {name: {m: {"point": float(points[name][i]), "ci": [float(cis[name][0][i]), float(cis[name][1][i])]}
-                   for i, m in enumerate(METRICS)} | {"runs": int(matrices[name].shape[0])}
-            for name in matrices}  # fmt: skip
+    return {
+        name: {
+            m: {"point": float(points[name][i]), "ci": [float(cis[name][0][i]), float(cis[name][1][i])]}
+            for i, m in enumerate(METRICS)
+        }
+        | {"runs": int(matrices[name].shape[0])}
+        for name in matrices
+    }
 
 
 def load_matrix(path) -> tuple[str, dict]:
@@ -88,8 +99,13 @@ def compare(dirs, out, reps: int = 2000) -> dict:
             if a != b:
                 point, ci = probability_of_improvement(matrices[a], matrices[b], reps)
                 improvement[f"{a} > {b}"] = {"point": point, "ci": list(ci)}
-    result = {"suite_version": versions.pop(), "tasks": list(tasks.pop()), "aggregates": table,
-              "probability_of_improvement": improvement, "reps": reps}  # fmt: skip
+    result = {
+        "suite_version": versions.pop(),
+        "tasks": list(tasks.pop()),
+        "aggregates": table,
+        "probability_of_improvement": improvement,
+        "reps": reps,
+    }
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.json").write_text(json.dumps(result, indent=1) + "\n")
@@ -100,9 +116,13 @@ def compare(dirs, out, reps: int = 2000) -> dict:
 
 
 def markdown(result: dict) -> str:
-    lines = [f"Suite v{result['suite_version']}, {len(result['tasks'])} tasks ({', '.join(result['tasks'])}); "
-             "scores are V^pi / V*; 95% stratified-bootstrap CIs (rliable).", "",
-             "| agent | runs | " + " | ".join(METRICS) + " |", "|---|---:|" + "---:|" * len(METRICS)]  # fmt: skip
+    lines = [
+        f"Suite v{result['suite_version']}, {len(result['tasks'])} tasks ({', '.join(result['tasks'])}); "
+        "scores are V^pi / V*; 95% stratified-bootstrap CIs (rliable).",
+        "",
+        "| agent | runs | " + " | ".join(METRICS) + " |",
+        "|---|---:|" + "---:|" * len(METRICS),
+    ]
     for name, row in result["aggregates"].items():
         cells = [f"{row[m]['point']:.3f} [{row[m]['ci'][0]:.3f}, {row[m]['ci'][1]:.3f}]" for m in METRICS]
         lines.append(f"| {name} | {row['runs']} | " + " | ".join(cells) + " |")

@@ -34,8 +34,12 @@ def load_curves(path) -> tuple[str, dict]:
     if len(fractions) != 1:
         raise ValueError(f"{path}: the runs' checkpoints differ ({sorted(fractions)}): use one --curve K")
     scores = np.array([[[p["normalized"] for p in r["curve"]] for r in task_runs] for task_runs in runs])
-    return name, {"tasks": data["tasks"], "fractions": list(fractions.pop()), "scores": scores.transpose(1, 0, 2),
-                  "runs": runs}  # fmt: skip
+    return name, {
+        "tasks": data["tasks"],
+        "fractions": list(fractions.pop()),
+        "scores": scores.transpose(1, 0, 2),
+        "runs": runs,
+    }
 
 
 def iqm_curve(scores: np.ndarray) -> np.ndarray:
@@ -68,11 +72,24 @@ def curves(dirs, out, reps: int = 2000) -> dict:
     points, cis = curve_estimates({n: c["scores"] for n, c in loaded.items()}, reps)
     result = {"tasks": first["tasks"], "reps": reps, "algorithms": {}}
     for name, c in loaded.items():
-        per_run = [{"task": r["task"], "seed": r["seed"], "steps_to_reach": steps_to_reach(r["curve"]),
-                    "training_regret": r["training_regret"], "training_moves": r["training_moves_priced"],
-                    "final": r["normalized"]} for task_runs in c["runs"] for r in task_runs]  # fmt: skip
-        result["algorithms"][name] = {"fractions": c["fractions"], "iqm": points[name].tolist(),
-                                      "ci": np.asarray(cis[name]).tolist(), "runs": per_run}  # fmt: skip
+        per_run = [
+            {
+                "task": r["task"],
+                "seed": r["seed"],
+                "steps_to_reach": steps_to_reach(r["curve"]),
+                "training_regret": r["training_regret"],
+                "training_moves": r["training_moves_priced"],
+                "final": r["normalized"],
+            }
+            for task_runs in c["runs"]
+            for r in task_runs
+        ]
+        result["algorithms"][name] = {
+            "fractions": c["fractions"],
+            "iqm": points[name].tolist(),
+            "ci": np.asarray(cis[name]).tolist(),
+            "runs": per_run,
+        }
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "curves.json").write_text(json.dumps(result, indent=1) + "\n")
@@ -85,22 +102,29 @@ def markdown(result: dict) -> str:
     """The IQM curves with their bands (one column per checkpoint of any algorithm; a dash where an algorithm has
     none), then each run's steps to the thresholds and its training regret."""
     fractions = sorted({f for a in result["algorithms"].values() for f in a["fractions"]})
-    lines = ["| algorithm | " + " | ".join(f"{f:.2f} of budget" for f in fractions) + " |",
-             "|---|" + "---:|" * len(fractions)]  # fmt: skip
+    lines = [
+        "| algorithm | " + " | ".join(f"{f:.2f} of budget" for f in fractions) + " |",
+        "|---|" + "---:|" * len(fractions),
+    ]
     for name, a in result["algorithms"].items():
         at = {
             f: f"{p:.3f} [{lo:.3f}, {hi:.3f}]" for f, p, lo, hi in zip(a["fractions"], a["iqm"], *a["ci"], strict=True)
         }
         lines.append(f"| {name} | " + " | ".join(at.get(f, "—") for f in fractions) + " |")
     reach = " | ".join(f"steps to {t:g}" for t in THRESHOLDS)
-    lines += ["", f"| algorithm | task | seed | {reach} | training regret | per move | final |",
-              "|---|---|---:|" + "---:|" * (len(THRESHOLDS) + 3)]  # fmt: skip
+    lines += [
+        "",
+        f"| algorithm | task | seed | {reach} | training regret | per move | final |",
+        "|---|---|---:|" + "---:|" * (len(THRESHOLDS) + 3),
+    ]
     for name, a in result["algorithms"].items():
         for r in a["runs"]:
             reach = " | ".join("never" if s is None else f"{s:,}" for s in r["steps_to_reach"].values())
             per_move = r["training_regret"] / max(r["training_moves"], 1)
-            lines.append(f"| {name} | {r['task']} | {r['seed']} | {reach} | {r['training_regret']:.4g} | "
-                         f"{per_move:.4g} | {r['final']:.4f} |")  # fmt: skip
+            lines.append(
+                f"| {name} | {r['task']} | {r['seed']} | {reach} | {r['training_regret']:.4g} | "
+                f"{per_move:.4g} | {r['final']:.4f} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -114,11 +138,16 @@ def plot(result: dict, path) -> None:
 
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for k, (name, a) in enumerate(result["algorithms"].items()):  # one call each: their checkpoints may differ
-        plot_utils.plot_sample_efficiency_curve(np.array(a["fractions"]), {name: np.array(a["iqm"])},
-                                                {name: np.array(a["ci"])}, algorithms=[name], ax=ax,
-                                                colors={name: f"C{k}"},
-                                                xlabel="fraction of the task's budget (env steps)",
-                                                ylabel="IQM of V^π / V*")  # fmt: skip
+        plot_utils.plot_sample_efficiency_curve(
+            np.array(a["fractions"]),
+            {name: np.array(a["iqm"])},
+            {name: np.array(a["ci"])},
+            algorithms=[name],
+            ax=ax,
+            colors={name: f"C{k}"},
+            xlabel="fraction of the task's budget (env steps)",
+            ylabel="IQM of V^π / V*",
+        )
     ax.legend(fontsize=8)
     ax.set_title(f"Sample efficiency on {', '.join(result['tasks'])}", fontsize=10)
     fig.tight_layout()

@@ -89,8 +89,17 @@ def _datasets_root(path: Path):
             os.environ["MINARI_DATASETS_PATH"] = before
 
 
-def make_dataset(task_name: str, policy: str | None, episodes: int, out, name: str | None = None, seed: int = 0,
-                 overwrite: bool = False, progress: bool = True, trainer: str | None = None) -> Path:  # fmt: skip
+def make_dataset(
+    task_name: str,
+    policy: str | None,
+    episodes: int,
+    out,
+    name: str | None = None,
+    seed: int = 0,
+    overwrite: bool = False,
+    progress: bool = True,
+    trainer: str | None = None,
+) -> Path:
     """Play ``episodes`` games of ``policy`` (a spec of ``agents.registry``), or of the policy that ``trainer``
     (``module:function``, as for ``run --trainer``) learns on the task with its budget and ``seed``, and write them
     as the Minari dataset ``solved2048/TASK/NAME-v0`` under the datasets root ``out``; returns its directory.  Game
@@ -121,35 +130,58 @@ def make_dataset(task_name: str, policy: str | None, episodes: int, out, name: s
             decide = batch_decider(agent)
             seeds = [seed * 1_000_003 + i for i in range(episodes)]
             bar = tqdm(total=episodes, desc=f"{ident}: games", unit="game", disable=not progress)
-            chunks = (play_games(lambda: gym.make(spec, oracle=False), decide, oracle, seeds[lo : lo + CHUNK])
-                      for lo in range(0, episodes, CHUNK))  # fmt: skip
+            chunks = (
+                play_games(lambda: gym.make(spec, oracle=False), decide, oracle, seeds[lo : lo + CHUNK])
+                for lo in range(0, episodes, CHUNK)
+            )
             dataset = None
             for chunk in chunks:
                 if dataset is None:
                     dataset = minari.create_dataset_from_buffers(
-                        dataset_id=ident, env=spec, eval_env=spec, buffer=chunk, algorithm_name=label,
-                        author="solved2048 (experiments.suite.dataset)", code_permalink="experiments/suite/dataset.py",
-                        ref_min_score=random_value["value"], ref_max_score=float(oracle.start_value),
+                        dataset_id=ident,
+                        env=spec,
+                        eval_env=spec,
+                        buffer=chunk,
+                        algorithm_name=label,
+                        author="solved2048 (experiments.suite.dataset)",
+                        code_permalink="experiments/suite/dataset.py",
+                        ref_min_score=random_value["value"],
+                        ref_max_score=float(oracle.start_value),
                         requirements=["solved2048"],
                         description=f"{episodes} games of {label} on suite v{SUITE_VERSION} task {task.describe()}, "
-                                    "every step labelled with the exact Q*, optimal moves and regret",
-                    )  # fmt: skip
+                        "every step labelled with the exact Q*, optimal moves and regret",
+                    )
                 else:
                     dataset.storage.update_episodes(chunk)
                 bar.update(len(chunk))
             bar.close()
-            dataset.storage.update_metadata({"solved2048": json.dumps({
-                "task": task.name, "suite_version": SUITE_VERSION, "env_id": task.env_id, "table_digest": digest,
-                "policy": label, "seed": seed, "ref_min_method": random_value["method"],
-                "optimal_value": float(oracle.start_value), "info_keys": list(INFO_KEYS), **trained_for,
-            })})  # fmt: skip
+            dataset.storage.update_metadata(
+                {
+                    "solved2048": json.dumps(
+                        {
+                            "task": task.name,
+                            "suite_version": SUITE_VERSION,
+                            "env_id": task.env_id,
+                            "table_digest": digest,
+                            "policy": label,
+                            "seed": seed,
+                            "ref_min_method": random_value["method"],
+                            "optimal_value": float(oracle.start_value),
+                            "info_keys": list(INFO_KEYS),
+                            **trained_for,
+                        }
+                    )
+                }
+            )
             del dataset
         _move_into_place(staging, ident, out, overwrite)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     if progress:
-        print(f"wrote {ident} ({episodes} games) under {out}; MINARI_DATASETS_PATH={out} python -c "
-              f"\"import minari; print(minari.load_dataset('{ident}'))\"")  # fmt: skip
+        print(
+            f"wrote {ident} ({episodes} games) under {out}; MINARI_DATASETS_PATH={out} python -c "
+            f"\"import minari; print(minari.load_dataset('{ident}'))\""
+        )
     load(ident, out)  # it opens from its final place
     return final
 
@@ -191,8 +223,20 @@ def play_games(make_env, decide, oracle: Oracle, seeds) -> list:
 
     envs = [make_env() for _ in seeds]
     obs = [env.reset(seed=int(s))[0] for env, s in zip(envs, seeds, strict=True)]
-    rec = [{"obs": [o], "actions": [], "rewards": [], "term": [], "trunc": [], "q": [], "mask": [], "regret": [np.nan],
-            "score": [0]} for o in obs]  # fmt: skip
+    rec = [
+        {
+            "obs": [o],
+            "actions": [],
+            "rewards": [],
+            "term": [],
+            "trunc": [],
+            "q": [],
+            "mask": [],
+            "regret": [np.nan],
+            "score": [0],
+        }
+        for o in obs
+    ]
     active = list(range(len(envs)))
     while active:
         boards = np.stack([obs[i] for i in active])
@@ -223,11 +267,24 @@ def play_games(make_env, decide, oracle: Oracle, seeds) -> list:
         q = np.vstack([*r["q"], np.full(4, np.nan)])  # the final board: no move
         legal = np.vstack([*r["mask"], np.zeros(4, bool)])
         optimal = np.where(legal.any(axis=1)[:, None], oracle.optimal_mask(q), False)
-        infos = {"q_star": q, "action_mask": legal, "optimal_actions": optimal,
-                 "regret": np.array(r["regret"], np.float64), "score": np.array(r["score"], np.int64)}  # fmt: skip
-        games.append(EpisodeBuffer(seed=int(s), observations=np.stack(r["obs"]), actions=np.array(r["actions"]),
-                                   rewards=r["rewards"], terminations=r["term"], truncations=r["trunc"],
-                                   infos=infos))  # fmt: skip
+        infos = {
+            "q_star": q,
+            "action_mask": legal,
+            "optimal_actions": optimal,
+            "regret": np.array(r["regret"], np.float64),
+            "score": np.array(r["score"], np.int64),
+        }
+        games.append(
+            EpisodeBuffer(
+                seed=int(s),
+                observations=np.stack(r["obs"]),
+                actions=np.array(r["actions"]),
+                rewards=r["rewards"],
+                terminations=r["term"],
+                truncations=r["trunc"],
+                infos=infos,
+            )
+        )
     return games
 
 

@@ -50,8 +50,9 @@ class TrainingMonitor:
     def record(self, steps: int, policy) -> None:
         """Score ``policy`` now (``steps`` taken so far) for every checkpoint due; one evaluation serves them all."""
         rows, cols = self.task.shape
-        result = score_policy(self.task, self.oracle, make_policy(policy, rows, cols, self.seed, self.oracle),
-                              self.seed, self.progress)  # fmt: skip
+        result = score_policy(
+            self.task, self.oracle, make_policy(policy, rows, cols, self.seed, self.oracle), self.seed, self.progress
+        )
         while self.due(steps):
             self.curve.append(_point(self.fractions[len(self.curve)], int(steps), result))
 
@@ -74,8 +75,12 @@ class TrainingMonitor:
 
     def result(self, final: dict, train_steps: int | None) -> dict:
         """What the run file keeps: the curve, ending with the run's final score ``final``, and the regret."""
-        return {"curve": [*self.curve, _point(1.0, train_steps, final)], "training_regret": self.regret,
-                "training_moves_priced": self.moves_priced, "training_moves_unpriced": self.moves_unpriced}  # fmt: skip
+        return {
+            "curve": [*self.curve, _point(1.0, train_steps, final)],
+            "training_regret": self.regret,
+            "training_moves_priced": self.moves_priced,
+            "training_moves_unpriced": self.moves_unpriced,
+        }
 
 
 def _point(fraction: float, steps: int | None, scored: dict) -> dict:

@@ -40,8 +40,17 @@ def steps_of(dataset, games: int) -> Labelled:
     return Labelled(np.concatenate(ids), np.concatenate(legal), np.concatenate(taken))
 
 
-def clone(ident: str, root, sizes=(100, 1000, 10000), epochs: int = 5, hidden: int = 256, seed: int = 0,
-          progress: bool = True, done: dict | None = None, on_row=None) -> list[dict]:  # fmt: skip
+def clone(
+    ident: str,
+    root,
+    sizes=(100, 1000, 10000),
+    epochs: int = 5,
+    hidden: int = 256,
+    seed: int = 0,
+    progress: bool = True,
+    done: dict | None = None,
+    on_row=None,
+) -> list[dict]:
     """Behaviour cloning on the first N games of dataset ``ident`` (under the datasets root ``root``) for each N of
     ``sizes``; returns one row per size: games, steps, training seconds and the clone's score.  ``done``: rows
     already made, by ``(dataset, games)``, returned as they are; ``on_row(row)`` is called after each new one."""
@@ -66,13 +75,27 @@ def clone(ident: str, root, sizes=(100, 1000, 10000), epochs: int = 5, hidden: i
             losses = fit_policy_net(agent, data, epochs=epochs, seed=seed)
             seconds = time.perf_counter() - start
             score = score_policy(task, oracle, agent, seed, progress)
-            out.append({"dataset": ident, "task": task.name, "games": games, "steps": len(data), "epochs": epochs,
-                        "seed": seed, "train_seconds": seconds, "final_loss": losses[-1], **score})  # fmt: skip
+            out.append(
+                {
+                    "dataset": ident,
+                    "task": task.name,
+                    "games": games,
+                    "steps": len(data),
+                    "epochs": epochs,
+                    "seed": seed,
+                    "train_seconds": seconds,
+                    "final_loss": losses[-1],
+                    **score,
+                }
+            )
             if on_row is not None:
                 on_row(out[-1])
             if progress:
-                print(f"{ident}: {games} games ({len(data):,} steps): {score['normalized']:.4f} of V* "
-                      f"({score['method']}; trained in {seconds:.0f} s)", flush=True)  # fmt: skip
+                print(
+                    f"{ident}: {games} games ({len(data):,} steps): {score['normalized']:.4f} of V* "
+                    f"({score['method']}; trained in {seconds:.0f} s)",
+                    flush=True,
+                )
     return out
 
 
@@ -99,8 +122,9 @@ def plot(rows: list[dict], path) -> None:
     plt.close(fig)
 
 
-def run_bc(idents: list[str], root, out, sizes=(100, 1000, 10000), epochs: int = 5, seed: int = 0,
-           progress: bool = True) -> list[dict]:  # fmt: skip
+def run_bc(
+    idents: list[str], root, out, sizes=(100, 1000, 10000), epochs: int = 5, seed: int = 0, progress: bool = True
+) -> list[dict]:
     """:func:`clone` for each dataset; writes ``out/bc.json`` (after each clone) and ``out/bc.png``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

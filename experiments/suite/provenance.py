@@ -12,20 +12,22 @@ from importlib import metadata
 from pathlib import Path
 
 #: Distributions whose versions a result records.
-PACKAGES = ("solved2048", "numpy", "numba", "gymnasium", "h5py", "torch", "stable-baselines3", "sb3-contrib",
-            "rliable")  # fmt: skip
+PACKAGES = ("solved2048", "numpy", "numba", "gymnasium", "h5py", "torch", "stable-baselines3", "sb3-contrib", "rliable")
 
 
 def git_commit(root: Path | None = None) -> str | None:
     """The commit of the code's checkout (``+dirty`` if it has uncommitted changes), or None outside git."""
     root = root or Path(__file__).resolve().parents[2]
     try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              timeout=10)  # fmt: skip
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
         if head.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         return None
     return head.stdout.strip() + ("+dirty" if dirty else "")
@@ -47,10 +49,17 @@ def provenance(command: list[str] | None, tasks) -> dict:
     from .tasks import SUITE_VERSION
 
     return {
-        "commit": git_commit(), "packages": versions(), "suite_version": SUITE_VERSION,
-        "protocol_version": PROTOCOL_VERSION, "command": command if command is not None else sys.argv,
+        "commit": git_commit(),
+        "packages": versions(),
+        "suite_version": SUITE_VERSION,
+        "protocol_version": PROTOCOL_VERSION,
+        "command": command if command is not None else sys.argv,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"platform": platform.platform(), "python": platform.python_version(),
-                    "cpus": os.cpu_count(), "processor": platform.machine()},
+        "machine": {
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "processor": platform.machine(),
+        },
         "tasks": {t.name: t.env_id for t in tasks},
-    }  # fmt: skip
+    }

@@ -49,15 +49,20 @@ def _check_directory(out: Path, what: dict) -> None:
         return
     theirs = json.loads(meta.read_text())
     if theirs.get("suite_version") != SUITE_VERSION:
-        raise SuiteRunError(f"{out} holds results of suite v{theirs.get('suite_version')}, not v{SUITE_VERSION}: "
-                            "give another --out (results of different versions are never mixed)")  # fmt: skip
+        raise SuiteRunError(
+            f"{out} holds results of suite v{theirs.get('suite_version')}, not v{SUITE_VERSION}: "
+            "give another --out (results of different versions are never mixed)"
+        )
     mine = {k: what[k] for k in ("agent", "trainer")}
     if {k: theirs.get(k) for k in mine} != mine:
-        raise SuiteRunError(f"{out} holds the runs of {theirs.get('agent') or theirs.get('trainer')!r}, not "
-                            f"{what['agent'] or what['trainer']!r}: give another --out")  # fmt: skip
+        raise SuiteRunError(
+            f"{out} holds the runs of {theirs.get('agent') or theirs.get('trainer')!r}, not "
+            f"{what['agent'] or what['trainer']!r}: give another --out"
+        )
     if theirs.get("curve", 0) != what.get("curve", 0):
-        raise SuiteRunError(f"{out} holds runs with --curve {theirs.get('curve', 0)}, not {what.get('curve', 0)}: "
-                            "give another --out")  # fmt: skip
+        raise SuiteRunError(
+            f"{out} holds runs with --curve {theirs.get('curve', 0)}, not {what.get('curve', 0)}: give another --out"
+        )
 
 
 def _label(x) -> str | None:
@@ -65,8 +70,17 @@ def _label(x) -> str | None:
     return x if isinstance(x, str) or x is None else getattr(x, "__name__", type(x).__name__)
 
 
-def run_suite(out, seeds: int, agent=None, trainer=None, tasks: str | None = None, progress: bool = True,
-              command: list[str] | None = None, curve: int = 0, only_seeds=None) -> dict | None:  # fmt: skip
+def run_suite(
+    out,
+    seeds: int,
+    agent=None,
+    trainer=None,
+    tasks: str | None = None,
+    progress: bool = True,
+    command: list[str] | None = None,
+    curve: int = 0,
+    only_seeds=None,
+) -> dict | None:
     """Score ``agent`` (a spec string, SB3 model, torch module, agent object or callable), or the policies that
     ``trainer`` (``"module:function"`` or a callable ``train(task, budget_steps, seed) -> policy``) learns, on
     ``tasks`` (comma-separated names; default all) for seeds 0 .. ``seeds`` - 1.  With ``curve`` K >= 2 (trainers
@@ -80,8 +94,10 @@ def run_suite(out, seeds: int, agent=None, trainer=None, tasks: str | None = Non
         raise ValueError(f"--seeds must be a whole number >= 1, got {seeds!r}")
     train = load_trainer(trainer) if isinstance(trainer, str) else trainer
     if curve and (train is None or "monitor" not in inspect.signature(train).parameters):
-        raise ValueError(f"--curve needs a trainer that takes monitor= (experiments.suite.monitor); "
-                         f"{_label(trainer or agent)!r} does not")  # fmt: skip
+        raise ValueError(
+            f"--curve needs a trainer that takes monitor= (experiments.suite.monitor); "
+            f"{_label(trainer or agent)!r} does not"
+        )
     what = {"suite_version": SUITE_VERSION, "agent": _label(agent), "trainer": _label(trainer)}
     if curve:
         what["curve"] = curve
@@ -146,24 +162,35 @@ def _run_task(out: Path, task: Task, seeds: list[int], agent, train, progress: b
                 if monitor is not None:
                     cell.update(monitor.result(cell, cell.get("train_steps")))
             except Exception as e:
-                raise SuiteRunError(f"task {task.name}, seed {seed}: {type(e).__name__}: {e}. The runs finished "
-                                    f"so far are kept in {out}: the same command resumes") from e  # fmt: skip
+                raise SuiteRunError(
+                    f"task {task.name}, seed {seed}: {type(e).__name__}: {e}. The runs finished "
+                    f"so far are kept in {out}: the same command resumes"
+                ) from e
             _write_json(_cell(out, task, seed), cell)
             if progress:
-                print(f"{task.name} seed {seed}: {cell['normalized']:.4f} of V* ({cell['method']}, "
-                      f"{cell['seconds']:.1f} s)", flush=True)  # fmt: skip
+                print(
+                    f"{task.name} seed {seed}: {cell['normalized']:.4f} of V* ({cell['method']}, "
+                    f"{cell['seconds']:.1f} s)",
+                    flush=True,
+                )
     return digest
 
 
 def collect(out: Path, tasks: list[Task], seeds: int) -> dict:
     """The score matrix of the finished runs in ``out``: ``normalized[run][task]`` (runs = seeds), ``value`` the
     same for V^pi, and every run's result under ``runs[task]``."""
-    runs = {t.name: [json.loads((out / "runs" / t.name / f"seed-{s}.json").read_text()) for s in range(seeds)]
-            for t in tasks}  # fmt: skip
+    runs = {
+        t.name: [json.loads((out / "runs" / t.name / f"seed-{s}.json").read_text()) for s in range(seeds)]
+        for t in tasks
+    }
     normalized = np.array([[runs[t.name][s]["normalized"] for t in tasks] for s in range(seeds)])
     value = np.array([[runs[t.name][s]["value"] for t in tasks] for s in range(seeds)])
     return {
-        "tasks": [t.name for t in tasks], "seeds": seeds, "normalized": normalized.tolist(), "value": value.tolist(),
+        "tasks": [t.name for t in tasks],
+        "seeds": seeds,
+        "normalized": normalized.tolist(),
+        "value": value.tolist(),
         "optimal_value": {t.name: runs[t.name][0]["optimal_value"] for t in tasks},
-        "method": {t.name: runs[t.name][0]["method"] for t in tasks}, "runs": runs,
-    }  # fmt: skip
+        "method": {t.name: runs[t.name][0]["method"] for t in tasks},
+        "runs": runs,
+    }

@@ -53,8 +53,14 @@ def score_policy(task: Task, oracle: Oracle, agent, seed: int, progress: bool = 
             low, high = wilson_interval(round(report.mean_score * n), n)
         else:
             low, high = report.mean_score - report.score_ci, report.mean_score + report.score_ci
-        out = {"method": "monte-carlo", "value": float(report.mean_score), "episodes": n, "ci_low": float(low),
-               "ci_high": float(high), "mean_regret": float(report.mean_regret)}  # fmt: skip
+        out = {
+            "method": "monte-carlo",
+            "value": float(report.mean_score),
+            "episodes": n,
+            "ci_low": float(low),
+            "ci_high": float(high),
+            "mean_regret": float(report.mean_regret),
+        }
     out["optimal_value"] = float(optimum)
     out["normalized"] = out["value"] / optimum
     if "ci_low" in out:

@@ -156,8 +156,10 @@ def checked_table(task: Task, progress: bool = True) -> tuple[Path, str]:
     path = ensure_table(task, progress)
     digest = table_digest(path)
     if task.table_digest and digest != task.table_digest:
-        raise TaskError(f"{task.name}: the table {path} is not the suite's (digest {digest[:12]}..., expected "
-                        f"{task.table_digest[:12]}...): delete it to have it built again")  # fmt: skip
+        raise TaskError(
+            f"{task.name}: the table {path} is not the suite's (digest {digest[:12]}..., expected "
+            f"{task.table_digest[:12]}...): delete it to have it built again"
+        )
     return path, digest
 
 

@@ -59,8 +59,20 @@ def td(task, budget_steps: int, seed: int, monitor=None) -> NTupleAgent:
 #: Where the trainers' hyperparameter files are: ``HYPERPARAMS / ALGORITHM / f"{task}.toml"``.
 HYPERPARAMS = Path(__file__).with_name("hyperparams")
 #: The keys a MaskablePPO file must set (all of them: a file is the whole configuration of its runs).
-PPO_KEYS = ("policy", "net_arch", "n_envs", "n_steps", "batch_size", "n_epochs", "learning_rate", "gamma",
-            "gae_lambda", "ent_coef", "reward", "normalize_reward")  # fmt: skip
+PPO_KEYS = (
+    "policy",
+    "net_arch",
+    "n_envs",
+    "n_steps",
+    "batch_size",
+    "n_epochs",
+    "learning_rate",
+    "gamma",
+    "gae_lambda",
+    "ent_coef",
+    "reward",
+    "normalize_reward",
+)
 
 
 def load_hyperparams(algorithm: str, task: str, required: tuple[str, ...] = ()) -> dict:
@@ -69,8 +81,10 @@ def load_hyperparams(algorithm: str, task: str, required: tuple[str, ...] = ()) 
     path = HYPERPARAMS / algorithm / f"{task}.toml"
     if not path.exists():
         known = sorted(p.stem for p in (HYPERPARAMS / algorithm).glob("*.toml"))
-        raise FileNotFoundError(f"no hyperparameters for {algorithm} on task {task!r}: {path} is missing "
-                                f"(files exist for {', '.join(known) or 'no task'})")  # fmt: skip
+        raise FileNotFoundError(
+            f"no hyperparameters for {algorithm} on task {task!r}: {path} is missing "
+            f"(files exist for {', '.join(known) or 'no task'})"
+        )
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # the same parser, before it joined the standard library
@@ -81,8 +95,10 @@ def load_hyperparams(algorithm: str, task: str, required: tuple[str, ...] = ()) 
         missing = [k for k in required if k not in params]
         unknown = [k for k in params if k not in required]
         if missing or unknown:
-            raise ValueError(f"{path}: missing {missing or 'nothing'}, unknown {unknown or 'nothing'} "
-                             f"(a file sets exactly {', '.join(required)})")  # fmt: skip
+            raise ValueError(
+                f"{path}: missing {missing or 'nothing'}, unknown {unknown or 'nothing'} "
+                f"(a file sets exactly {', '.join(required)})"
+            )
     return params
 
 
@@ -103,10 +119,21 @@ def maskable_ppo(task, budget_steps: int, seed: int, monitor=None):
     vec = make_task_vec_env(task.name, hp["n_envs"], seed, hp["reward"])
     if hp["normalize_reward"]:
         vec = VecNormalize(vec, norm_obs=False, norm_reward=True, gamma=hp["gamma"])
-    model = MaskablePPO(hp["policy"], vec, learning_rate=hp["learning_rate"], n_steps=hp["n_steps"],
-                        batch_size=hp["batch_size"], n_epochs=hp["n_epochs"], gamma=hp["gamma"],
-                        gae_lambda=hp["gae_lambda"], ent_coef=hp["ent_coef"], seed=seed, device="cpu", verbose=0,
-                        policy_kwargs={"net_arch": list(hp["net_arch"])})  # fmt: skip
+    model = MaskablePPO(
+        hp["policy"],
+        vec,
+        learning_rate=hp["learning_rate"],
+        n_steps=hp["n_steps"],
+        batch_size=hp["batch_size"],
+        n_epochs=hp["n_epochs"],
+        gamma=hp["gamma"],
+        gae_lambda=hp["gae_lambda"],
+        ent_coef=hp["ent_coef"],
+        seed=seed,
+        device="cpu",
+        verbose=0,
+        policy_kwargs={"net_arch": list(hp["net_arch"])},
+    )
     model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default logger makes a /tmp/SB3-* folder per run
 
     class Bar(BaseCallback):

@@ -67,11 +67,13 @@ def fit(learner, data, args: Args) -> list[float]:
 def run(args: Args, progress: bool = True) -> dict:
     rows, cols = parse_board(args.board)
     if args.learner not in LEARNERS or args.method not in METHODS:
-        raise ValueError(f"--learner must be one of {LEARNERS} and --method one of {METHODS}, got "
-                         f"{args.learner!r}, {args.method!r}")  # fmt: skip
+        raise ValueError(
+            f"--learner must be one of {LEARNERS} and --method one of {METHODS}, got {args.learner!r}, {args.method!r}"
+        )
     if args.rounds < 1 or args.labels < args.rounds or not 0 <= args.beta <= 1:
-        raise ValueError(f"need rounds >= 1, labels >= rounds and beta in [0, 1], got {args.rounds}, "
-                         f"{args.labels}, {args.beta}")  # fmt: skip
+        raise ValueError(
+            f"need rounds >= 1, labels >= rounds and beta in [0, 1], got {args.rounds}, {args.labels}, {args.beta}"
+        )
     oracle = Oracle.for_board(f"{rows}x{cols}", progress=progress)
     expert = OptimalAgent(oracle)
     out = Path(args.out)
@@ -88,16 +90,25 @@ def run(args: Args, progress: bool = True) -> dict:
             data = all_data.first(per_round * (k + 1))
             steps = round(env_steps * len(data) / len(all_data))
         elif k > 0:
-            more, more_steps = collect_states(oracle, learner, per_round, seed=args.seed + k,
-                                              expert_fraction=args.beta**k, expert=expert)  # fmt: skip
+            more, more_steps = collect_states(
+                oracle, learner, per_round, seed=args.seed + k, expert_fraction=args.beta**k, expert=expert
+            )
             data, steps = data + more, steps + more_steps
         learner = new_learner(args, rows, cols)
         t = time.perf_counter()
         losses = fit(learner, data, args)
         train_seconds += time.perf_counter() - t
         row = curve.record(learner, steps, train_seconds, labels=len(data))
-        rounds.append({"round": k, "labels": len(data), "env_steps": steps, "losses": losses,
-                       "percent_of_optimal": row["percent_of_optimal"], "method": row["method"]})  # fmt: skip
+        rounds.append(
+            {
+                "round": k,
+                "labels": len(data),
+                "env_steps": steps,
+                "losses": losses,
+                "percent_of_optimal": row["percent_of_optimal"],
+                "method": row["method"],
+            }
+        )
         if progress:
             print(
                 f"{args.method} {args.learner} round {k}: {len(data):,} labels, loss {losses[-1]:.4f}: "
@@ -107,8 +118,14 @@ def run(args: Args, progress: bool = True) -> dict:
     model_path = out.with_suffix(".npz" if args.learner == "ntuple" else ".pt")
     model_path.parent.mkdir(parents=True, exist_ok=True)
     learner.save(model_path)
-    summary = {"args": asdict(args), "rounds": rounds, "train_seconds": train_seconds, "model": str(model_path),
-               "curve": str(curve.path), "final_percent_of_optimal": rounds[-1]["percent_of_optimal"]}  # fmt: skip
+    summary = {
+        "args": asdict(args),
+        "rounds": rounds,
+        "train_seconds": train_seconds,
+        "model": str(model_path),
+        "curve": str(curve.path),
+        "final_percent_of_optimal": rounds[-1]["percent_of_optimal"],
+    }
     write_json(out.with_suffix(".json"), summary)
     if progress:
         print(f"wrote {model_path}, {curve.path} and {out.with_suffix('.json')}")

@@ -77,14 +77,29 @@ def make_model(args: Args):
     else:
         if args.reward != "score":
             raise ValueError("--reward log needs --vec native")
-        vec = make_vec_env(f"Solved2048-{rows}x{cols}", n_envs=args.n_envs, seed=args.seed,
-                           env_kwargs={"obs_mode": args.obs, "oracle": False})  # fmt: skip
+        vec = make_vec_env(
+            f"Solved2048-{rows}x{cols}",
+            n_envs=args.n_envs,
+            seed=args.seed,
+            env_kwargs={"obs_mode": args.obs, "oracle": False},
+        )
     vec = VecNormalize(vec, norm_obs=False, norm_reward=True, gamma=args.gamma)
     policy_kwargs = {"net_arch": [int(x) for x in args.net.split(",")]}
-    return MaskablePPO("MlpPolicy", vec, learning_rate=args.learning_rate, n_steps=args.n_steps,
-                       batch_size=args.batch_size, n_epochs=args.n_epochs, gamma=args.gamma,
-                       gae_lambda=args.gae_lambda, ent_coef=args.ent_coef, policy_kwargs=policy_kwargs,
-                       seed=args.seed, device="cpu", verbose=0)  # fmt: skip
+    return MaskablePPO(
+        "MlpPolicy",
+        vec,
+        learning_rate=args.learning_rate,
+        n_steps=args.n_steps,
+        batch_size=args.batch_size,
+        n_epochs=args.n_epochs,
+        gamma=args.gamma,
+        gae_lambda=args.gae_lambda,
+        ent_coef=args.ent_coef,
+        policy_kwargs=policy_kwargs,
+        seed=args.seed,
+        device="cpu",
+        verbose=0,
+    )
 
 
 def train(args: Args) -> dict:
@@ -127,12 +142,15 @@ def train(args: Args) -> dict:
 
         def checkpoint(self) -> None:
             t = time.perf_counter()
-            row = curve.record(as_policy(self.model), self.num_timesteps, self.trained_seconds(),
-                               games=len(self.scores))  # fmt: skip
+            row = curve.record(
+                as_policy(self.model), self.num_timesteps, self.trained_seconds(), games=len(self.scores)
+            )
             self.evaluating += time.perf_counter() - t
             share, ci = row["percent_of_optimal"], row["percent_ci"]
-            self.bar.write(f"checkpoint {row['checkpoint']}: {self.num_timesteps:,} steps: {share:.2f} ± {ci:.2f}% "
-                           f"of V* ({row['method']})")  # fmt: skip
+            self.bar.write(
+                f"checkpoint {row['checkpoint']}: {self.num_timesteps:,} steps: {share:.2f} ± {ci:.2f}% "
+                f"of V* ({row['method']})"
+            )
 
         def _on_step(self) -> bool:
             self.bar.update(self.training_env.num_envs)
@@ -181,8 +199,10 @@ def train(args: Args) -> dict:
             f"exact V^pi = {exact.value:.2f} = {exact.percent_of_optimal:.2f}% of V* {exact.optimal_value:.2f}; "
         )
     write_json(out / "summary.json", summary)
-    print(f"{model.num_timesteps:,} steps in {seconds:.0f} s ({summary['steps_per_second']:,.0f} steps/s); "
-          f"{exact_text}{report.summary()}\nwrote {out / 'model.zip'} and {out / 'summary.json'}")  # fmt: skip
+    print(
+        f"{model.num_timesteps:,} steps in {seconds:.0f} s ({summary['steps_per_second']:,.0f} steps/s); "
+        f"{exact_text}{report.summary()}\nwrote {out / 'model.zip'} and {out / 'summary.json'}"
+    )
     return summary
 
 

@@ -43,8 +43,20 @@ SETTINGS: dict[str, list[str]] = {
     "lr-1e-3": ["--learning-rate", "1e-3"],
     "epochs-10": ["--n-epochs", "10"],
 }
-COLUMNS = ("setting", "flags", "steps", "train_seconds", "steps_per_second", "games", "percent_score",
-           "percent_score_ci", "percent_regret", "percent_regret_ci", "optimal_move_rate", "percent_exact")  # fmt: skip
+COLUMNS = (
+    "setting",
+    "flags",
+    "steps",
+    "train_seconds",
+    "steps_per_second",
+    "games",
+    "percent_score",
+    "percent_score_ci",
+    "percent_regret",
+    "percent_regret_ci",
+    "optimal_move_rate",
+    "percent_exact",
+)
 
 
 @dataclass
@@ -63,18 +75,40 @@ class Args:
 
 
 def command(args: Args, name: str, flags: list[str]) -> list[str]:
-    return [sys.executable, "-m", "experiments.train.ppo", "--board", args.board, "--minutes", str(args.minutes),
-            "--timesteps", "1000000000", "--torch-threads", "1" if args.jobs > 1 else "0", "--seed", str(args.seed),
-            "--eval-episodes", str(args.eval_episodes), "--checkpoint-every", "100000000",
-            "--exact" if args.exact else "--no-exact", "--out", str(Path(args.out) / name),
-            *args.extra.split(), *flags]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "experiments.train.ppo",
+        "--board",
+        args.board,
+        "--minutes",
+        str(args.minutes),
+        "--timesteps",
+        "1000000000",
+        "--torch-threads",
+        "1" if args.jobs > 1 else "0",
+        "--seed",
+        str(args.seed),
+        "--eval-episodes",
+        str(args.eval_episodes),
+        "--checkpoint-every",
+        "100000000",
+        "--exact" if args.exact else "--no-exact",
+        "--out",
+        str(Path(args.out) / name),
+        *args.extra.split(),
+        *flags,
+    ]
 
 
 def row(name: str, flags: list[str], summary: dict) -> dict:
     regret = summary["regret"]
     return {
-        "setting": name, "flags": " ".join(flags), "steps": summary["steps"],
-        "train_seconds": round(summary["train_seconds"], 1), "steps_per_second": round(summary["steps_per_second"]),
+        "setting": name,
+        "flags": " ".join(flags),
+        "steps": summary["steps"],
+        "train_seconds": round(summary["train_seconds"], 1),
+        "steps_per_second": round(summary["steps_per_second"]),
         "games": summary["training_games"],
         "percent_score": round(100 * regret["mean_score"] / regret["start_value"], 2),
         "percent_score_ci": round(100 * regret["score_ci"] / regret["start_value"], 2),
@@ -82,7 +116,7 @@ def row(name: str, flags: list[str], summary: dict) -> dict:
         "percent_regret_ci": round(100 * regret["regret_ci"] / regret["start_value"], 2),
         "optimal_move_rate": round(regret["optimal_move_rate"], 4),
         "percent_exact": round(summary["exact"]["percent_of_optimal"], 2) if "exact" in summary else "",
-    }  # fmt: skip
+    }
 
 
 def run(args: Args) -> list[dict]:
@@ -103,8 +137,11 @@ def run(args: Args) -> list[dict]:
         if done.returncode != 0:
             raise RuntimeError(f"setting {name} failed (exit {done.returncode}); see {log}")
         result = row(name, args.extra.split() + SETTINGS[name], json.loads((out / name / "summary.json").read_text()))
-        print(f"{name}: score {result['percent_score']:.2f} ± {result['percent_score_ci']:.2f}% of V* "
-              f"({result['steps']:,} steps, {time.perf_counter() - t:.0f} s)", flush=True)  # fmt: skip
+        print(
+            f"{name}: score {result['percent_score']:.2f} ± {result['percent_score_ci']:.2f}% of V* "
+            f"({result['steps']:,} steps, {time.perf_counter() - t:.0f} s)",
+            flush=True,
+        )
         return result
 
     with ThreadPoolExecutor(args.jobs) as pool:

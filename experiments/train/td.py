@@ -96,8 +96,16 @@ def train(args: Args) -> dict:
     schedule = parse_schedule(args.schedule or BOARD_SCHEDULES.get((rows, cols), DEFAULT_SCHEDULE))
     if args.minutes <= 0 and args.games <= 0:
         raise ValueError("give a budget: --minutes > 0 or --games > 0")
-    agent = NTupleAgent(rows, cols, tuples=tuple_set(args.tuples, rows, cols), alpha=schedule[0][1], seed=args.seed,
-                        tc=args.tc, stages=args.stages or None, stage_shift=args.stage_shift or None)  # fmt: skip
+    agent = NTupleAgent(
+        rows,
+        cols,
+        tuples=tuple_set(args.tuples, rows, cols),
+        alpha=schedule[0][1],
+        seed=args.seed,
+        tc=args.tc,
+        stages=args.stages or None,
+        stage_shift=args.stage_shift or None,
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     curve = make_curve(args, out, rows, cols)
@@ -106,8 +114,11 @@ def train(args: Args) -> dict:
     games = moves = 0
     spent = 0.0
     last_checkpoint = 0.0
-    bar = tqdm(total=round(budget_s) if args.games <= 0 else args.games, desc=f"TD {args.board}",
-               unit="s" if args.games <= 0 else " games")  # fmt: skip
+    bar = tqdm(
+        total=round(budget_s) if args.games <= 0 else args.games,
+        desc=f"TD {args.board}",
+        unit="s" if args.games <= 0 else " games",
+    )
     try:
         if curve is not None:
             curve.record(agent, 0, 0.0)
@@ -126,37 +137,57 @@ def train(args: Args) -> dict:
                 last_checkpoint = spent
             if curve is not None and curve.due(moves, spent):
                 row = curve.record(agent, moves, spent, games=games)
-                bar.write(f"checkpoint {row['checkpoint']}: {moves:,} moves, {spent:.0f} s: "
-                          f"{row['percent_of_optimal']:.2f}% of V* ({row['method']})")  # fmt: skip
+                bar.write(
+                    f"checkpoint {row['checkpoint']}: {moves:,} moves, {spent:.0f} s: "
+                    f"{row['percent_of_optimal']:.2f}% of V* ({row['method']})"
+                )
     finally:
         bar.close()
         agent.save(out)
     if curve is not None and (not curve.rows or curve.rows[-1]["env_steps"] != moves):
         curve.record(agent, moves, spent, games=games)
-    summary = {"args": asdict(args), "schedule": schedule, "threads": threads, "games": games, "moves": moves,
-               "train_seconds": spent, "moves_per_second": moves / spent if spent else None,
-               "weights": str(out)}  # fmt: skip
+    summary = {
+        "args": asdict(args),
+        "schedule": schedule,
+        "threads": threads,
+        "games": games,
+        "moves": moves,
+        "train_seconds": spent,
+        "moves_per_second": moves / spent if spent else None,
+        "weights": str(out),
+    }
     test = agent.train(1000, learn=False)
     summary["greedy_1000_games"] = {"mean_score": test.mean_score, "reached": test.max_exponent_counts}
     last = curve.rows[-1] if curve is not None else None
     if last is not None and last["method"] == "exact":  # the curve's last checkpoint is this network, exactly
-        summary["exact"] = {"value": last["value"], "optimal_value": last["optimal_value"],
-                            "percent_of_optimal": last["percent_of_optimal"]}  # fmt: skip
+        summary["exact"] = {
+            "value": last["value"],
+            "optimal_value": last["optimal_value"],
+            "percent_of_optimal": last["percent_of_optimal"],
+        }
     elif args.evaluate and (rows, cols) in BUILDABLE:
         from oracle import Oracle
 
         exact = Oracle.for_board(f"{rows}x{cols}").evaluate(agent)
-        summary["exact"] = {"value": exact.value, "optimal_value": exact.optimal_value,
-                            "percent_of_optimal": exact.percent_of_optimal, "states": exact.states}  # fmt: skip
+        summary["exact"] = {
+            "value": exact.value,
+            "optimal_value": exact.optimal_value,
+            "percent_of_optimal": exact.percent_of_optimal,
+            "states": exact.states,
+        }
     if curve is not None:
         summary["curve"] = str(curve.path)
     write_json(out.with_suffix(".json"), summary)
-    line = (f"{games:,} games, {moves:,} moves in {spent:.0f} s ({summary['moves_per_second']:,.0f} moves/s); "
-            f"1000 greedy games: mean score {test.mean_score:,.1f}")  # fmt: skip
+    line = (
+        f"{games:,} games, {moves:,} moves in {spent:.0f} s ({summary['moves_per_second']:,.0f} moves/s); "
+        f"1000 greedy games: mean score {test.mean_score:,.1f}"
+    )
     if "exact" in summary:
         exact = summary["exact"]
-        line += (f"; exact V^pi = {exact['value']:.2f} = {exact['percent_of_optimal']:.2f}% of V* "
-                 f"{exact['optimal_value']:.2f}")  # fmt: skip
+        line += (
+            f"; exact V^pi = {exact['value']:.2f} = {exact['percent_of_optimal']:.2f}% of V* "
+            f"{exact['optimal_value']:.2f}"
+        )
     print(f"{line}\nwrote {out} and {out.with_suffix('.json')}")
     return summary
 

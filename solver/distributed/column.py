@@ -231,8 +231,7 @@ class ColumnWorker:
         self._states[age], self._expanded[age] = states, (afterstates, keys, np.fromiter(key_work, np.uint64))
         key_states = counts_of(self.assignment.keys_of(states, self.spec.cells))
         self.saved()  # the earlier ages' layers, saved meanwhile on the writer thread: the driver journals them now
-        return {"states": int(states.size), "terminal": int(terminal), "key_work": key_work,
-                "key_states": key_states}  # fmt: skip
+        return {"states": int(states.size), "terminal": int(terminal), "key_work": key_work, "key_states": key_states}
 
     @busy
     def send_crossing(self, age: int, changes: Changes) -> dict[int, np.ndarray]:
@@ -334,8 +333,12 @@ class ColumnWorker:
         having started at ``start`` (``time.perf_counter()``); and those of the steps that may run while an
         exchange travels (``under_s``) with the afterstates they spawned or valued (``under_items``)."""
         first = self.busy.pop(age, 0.0)
-        return {"busy_s": first + time.perf_counter() - start, "first_s": first,
-                "under_s": self.under.pop(age, 0.0), "under_items": self.under_items.pop(age, 0)}  # fmt: skip
+        return {
+            "busy_s": first + time.perf_counter() - start,
+            "first_s": first,
+            "under_s": self.under.pop(age, 0.0),
+            "under_items": self.under_items.pop(age, 0),
+        }
 
     def _take_moved(self, age: int, lost_keys: bool) -> dict[int, np.ndarray]:
         """Take this worker's pending states of ``age`` whose keys other workers own now: ``{owner: sorted ids}``.
@@ -370,8 +373,9 @@ class ColumnWorker:
     # -- backward -----------------------------------------------------------------------------------------------
     def _crossing(self, age: int, name: str, worker: int | None = None) -> dict[int, np.ndarray]:
         """A saved exchange of ``age`` (``name``: sent, received, handoff_sent, handoff_received) by peer."""
-        return _split_by_worker(self._load("forward", age, name, worker),
-                                self._load("forward", age, f"{name}_counts", worker))  # fmt: skip
+        return _split_by_worker(
+            self._load("forward", age, name, worker), self._load("forward", age, f"{name}_counts", worker)
+        )
 
     def begin_backward(self, ages) -> None:
         """The ages of the game (the forward pass's), before the first backward step."""
@@ -394,8 +398,10 @@ class ColumnWorker:
                 ids.append(handed)
                 values.append(self._load("backward", age, f"handback{owner:04d}"))
                 if values[-1].shape != handed.shape:
-                    raise CrossingMismatch(f"age {age}: {values[-1].size} values from worker {owner} for the "
-                                           f"{handed.size} states handed to it")  # fmt: skip
+                    raise CrossingMismatch(
+                        f"age {age}: {values[-1].size} values from worker {owner} for the "
+                        f"{handed.size} states handed to it"
+                    )
             self._window[age] = build_value_index(*joined_parts(ids, values))
         return self._window[age]
 
@@ -419,8 +425,9 @@ class ColumnWorker:
         at = positions_in(afterstates, crossing)
         if np.any(at < 0):
             missing = int(crossing[np.argmax(at < 0)])
-            raise CrossingMismatch(f"age {age}: a peer sent afterstate {missing:#x}, which worker {self.index} "
-                                   "does not hold")  # fmt: skip
+            raise CrossingMismatch(
+                f"age {age}: a peer sent afterstate {missing:#x}, which worker {self.index} does not hold"
+            )
         values = np.empty(afterstates.size, np.float64)
         values[at] = crossing_values
         rest = np.ones(afterstates.size, np.bool_)
@@ -441,8 +448,10 @@ class ColumnWorker:
         for source, asked in self._crossing(age, name).items():
             found, missing = lookup_sorted(ids, values, asked)
             if missing >= 0:
-                raise CrossingMismatch(f"age {age}: worker {source} {what} {int(asked[missing]):#x}, which worker "
-                                       f"{self.index} does not hold")  # fmt: skip
+                raise CrossingMismatch(
+                    f"age {age}: worker {source} {what} {int(asked[missing]):#x}, which worker "
+                    f"{self.index} does not hold"
+                )
             out[source] = found
         return out
 
@@ -459,12 +468,16 @@ class ColumnWorker:
         start = time.perf_counter()
         sent, values_in = self._crossing(age, "sent"), self.values_in.pop(age, {})
         if set(sent) != set(values_in):
-            raise CrossingMismatch(f"age {age}: values for the crossing afterstates sent to {sorted(set(sent))} "
-                                   f"came from {sorted(set(values_in))}")  # fmt: skip
+            raise CrossingMismatch(
+                f"age {age}: values for the crossing afterstates sent to {sorted(set(sent))} "
+                f"came from {sorted(set(values_in))}"
+            )
         for owner, ids in sent.items():
             if values_in[owner].shape != ids.shape:
-                raise CrossingMismatch(f"age {age}: {values_in[owner].size} values from worker {owner} for the "
-                                       f"{ids.size} crossing afterstates sent to it")  # fmt: skip
+                raise CrossingMismatch(
+                    f"age {age}: {values_in[owner].size} values from worker {owner} for the "
+                    f"{ids.size} crossing afterstates sent to it"
+                )
         afterstates, values = self._afterstates.pop(age), self._afterstate_values.pop(age)
         ids, vals = joined_parts([afterstates, *sent.values()], [values, *(values_in[w] for w in sent)])
         states = self._load_boards(age, "states")
@@ -501,11 +514,14 @@ class ColumnWorker:
         age = count.age
         workers = range(self.n_workers)
         # merged and coded as ranks: no board is unranked and ranked again (the local build reuses its forward code)
-        ranks, values = merge_parts([self._load_ranks(age, "afterstates", w) for w in workers],
-                                    [self._load("backward", age, "values", w) for w in workers])  # fmt: skip
+        ranks, values = merge_parts(
+            [self._load_ranks(age, "afterstates", w) for w in workers],
+            [self._load("backward", age, "values", w) for w in workers],
+        )
         upper, lower, low_bits = elias_fano.ef_encode(ranks, ranking.shape_universe(self.spec.rank_shape, age))
-        layer = CodedLayer.encode(count, self.spec, upper, lower, low_bits, values,
-                                  quantise.value_code_for(self.spec.objective))  # fmt: skip
+        layer = CodedLayer.encode(
+            count, self.spec, upper, lower, low_bits, values, quantise.value_code_for(self.spec.objective)
+        )
         write_age_file(Path(out), layer)
         return {"id_bytes": int(layer.id_bytes), "value_bytes": int(layer.values.nbytes)}
 

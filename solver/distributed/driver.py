@@ -150,9 +150,17 @@ class MaterialBuild:
     """Drives one build; see the module docstring.  ``make_workers(spec, assignment, n_workers, work)`` makes the
     group of workers."""
 
-    def __init__(self, spec: SolveSpec, n_workers: int, low: int, work: WorkDir, progress: bool = True,
-                 make_workers=LocalWorkers, tolerance: float | None = DEFAULT_TOLERANCE,
-                 split: float | None = DEFAULT_SPLIT):  # fmt: skip
+    def __init__(
+        self,
+        spec: SolveSpec,
+        n_workers: int,
+        low: int,
+        work: WorkDir,
+        progress: bool = True,
+        make_workers=LocalWorkers,
+        tolerance: float | None = DEFAULT_TOLERANCE,
+        split: float | None = DEFAULT_SPLIT,
+    ):
         self.spec, self.progress, self.n_workers, self.work = spec, progress, n_workers, work
         self.tolerance, self.split = tolerance, split
         self.assignment = Assignment(n_workers, low)
@@ -187,8 +195,12 @@ class MaterialBuild:
             owners = self.assignment.owners_of(self.start_ids, self.spec.cells)
             upcoming = set(self.workers.seed([np.sort(self.start_ids[owners == w]) for w in range(self.n_workers)]))
         upcoming -= {None}
-        bar = tqdm(desc=f"forward {self.spec.board} ({self.n_workers} workers)", unit=" ages",
-                   initial=len(self.counts), disable=not self.progress)  # fmt: skip
+        bar = tqdm(
+            desc=f"forward {self.spec.board} ({self.n_workers} workers)",
+            unit=" ages",
+            initial=len(self.counts),
+            disable=not self.progress,
+        )
         waiting = None  # (count, extra) of the age spawned last: journalled once its files are saved
         try:
             while upcoming:
@@ -209,12 +221,17 @@ class MaterialBuild:
                 moved_keys, moved_to = EMPTY_CHANGES
                 if self.tolerance is not None:
                     moved_keys, moved_to = self.assignment.rebalance(key_work, self.tolerance)
-                changes = Changes(*final_owners([*new_keys, *moved_keys], [*new_owners, *moved_to]), split_keys,
-                                  split_parts)  # fmt: skip
+                changes = Changes(
+                    *final_owners([*new_keys, *moved_keys], [*new_owners, *moved_to]), split_keys, split_parts
+                )
                 sent, spawned = self.workers.exchange_and_spawn(age, changes, self.senders(expanded))
                 upcoming = {s["next_age"] for s in spawned} - {None}
-                count = AgeCount(age, sum(e["states"] for e in expanded), sum(s["afterstates"] for s in spawned),
-                                 sum(e["terminal"] for e in expanded))  # fmt: skip
+                count = AgeCount(
+                    age,
+                    sum(e["states"] for e in expanded),
+                    sum(s["afterstates"] for s in spawned),
+                    sum(e["terminal"] for e in expanded),
+                )
                 assigned = {
                     "keys": [str(int(k)) for k in new_keys],
                     "owners": [int(o) for o in new_owners],
@@ -259,8 +276,13 @@ class MaterialBuild:
         todo = [a for a in sorted(self.counts, reverse=True) if a not in done]
         self.workers.begin_backward(sorted(self.counts))
         desc = f"backward {self.spec.board} ({self.n_workers} workers)"
-        bar = tqdm(total=len(self.counts), initial=len(self.counts) - len(todo), unit=" ages", desc=desc,
-                   disable=not self.progress)  # fmt: skip
+        bar = tqdm(
+            total=len(self.counts),
+            initial=len(self.counts) - len(todo),
+            unit=" ages",
+            desc=desc,
+            disable=not self.progress,
+        )
         writing = None  # (age, handle, seconds): the age whose table file is being written while the next settles
         try:
             for age in todo:
@@ -365,8 +387,12 @@ def build_by_material(
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out} exists and is not a directory: a distributed build writes a table directory")
-    work = WorkDir(work_dir or out.with_name(out.name + ".work"), spec, SOLVER_VERSION,
-                   layout={"backend": "material", "workers": int(n_workers), "low": int(low)})  # fmt: skip
+    work = WorkDir(
+        work_dir or out.with_name(out.name + ".work"),
+        spec,
+        SOLVER_VERSION,
+        layout={"backend": "material", "workers": int(n_workers), "low": int(low)},
+    )
     try:
         run = MaterialBuild(spec, n_workers, low, work, progress, make_workers, tolerance, split)
     except BaseException:

@@ -26,8 +26,9 @@ from ..threads import block_kernel, run_parallel
 _DIGIT = np.array([[17 ** (e - low) if e >= low else 0 for e in range(16)] for low in range(16)], np.uint64)
 #: ``_PAIR[low, byte]``: the same for the two cells of one byte of a packed board (half the lookups; a row is 2 KiB
 #: and stays in the L1 cache).
-_PAIR = np.array([[_DIGIT[low, byte & 15] + _DIGIT[low, byte >> 4] for byte in range(256)] for low in range(16)],
-                 np.uint64)  # fmt: skip
+_PAIR = np.array(
+    [[_DIGIT[low, byte & 15] + _DIGIT[low, byte >> 4] for byte in range(256)] for low in range(16)], np.uint64
+)
 #: Owner of a key the assignment does not hold yet.
 UNASSIGNED = -1
 #: A part's number sits above the material key's 54 bits.
@@ -210,8 +211,9 @@ class Assignment:
         if n_workers < 1:
             raise ValueError(f"the number of workers must be at least 1, got {n_workers}")
         if low < 3:
-            raise ValueError(f"the material threshold must be a tile >= 8 (low >= 3; spawns make 2s and 4s), got "
-                             f"2**{low}")  # fmt: skip
+            raise ValueError(
+                f"the material threshold must be a tile >= 8 (low >= 3; spawns make 2s and 4s), got 2**{low}"
+            )
         self.n_workers, self.low = int(n_workers), int(low)
         self.keys = np.asarray(keys if keys is not None else [], np.uint64)
         self.owners = np.asarray(owners if owners is not None else [], np.int64)
@@ -239,8 +241,17 @@ class Assignment:
         if that column is split."""
         ids = np.asarray(ids, np.uint64)
         out = np.empty(ids.shape[0], np.uint64)
-        run_parallel(_part_keys_block, ids.shape[0], ids, cells, self.low, self._split_table(), self.split_parts,
-                     out, min_block=1 << 16)  # fmt: skip
+        run_parallel(
+            _part_keys_block,
+            ids.shape[0],
+            ids,
+            cells,
+            self.low,
+            self._split_table(),
+            self.split_parts,
+            out,
+            min_block=1 << 16,
+        )
         return out
 
     def parts_of(self, key: int) -> list[int]:
@@ -304,16 +315,34 @@ class Assignment:
         """``int64[n]``: the owner of each material key of ``keys``; :data:`UNASSIGNED` for a key not assigned."""
         keys = np.asarray(keys, np.uint64)
         out = np.empty(keys.shape, np.int64)
-        run_parallel(_owners_of_keys_block, keys.size, keys.reshape(-1), self._key_table(), self.owners,
-                     out.reshape(-1), min_block=1 << 16)  # fmt: skip
+        run_parallel(
+            _owners_of_keys_block,
+            keys.size,
+            keys.reshape(-1),
+            self._key_table(),
+            self.owners,
+            out.reshape(-1),
+            min_block=1 << 16,
+        )
         return out
 
     def owners_of(self, ids: np.ndarray, cells: int) -> np.ndarray:
         """``int64[n]``: the owner of each board of ``ids`` (``uint64[n]``); :data:`UNASSIGNED` for a new key."""
         ids = np.asarray(ids, np.uint64)
         out = np.empty(ids.shape[0], np.int64)
-        run_parallel(_owners_block, ids.shape[0], ids, cells, self.low, self._split_table(), self.split_parts,
-                     self._key_table(), self.owners, out, min_block=1 << 16)  # fmt: skip
+        run_parallel(
+            _owners_block,
+            ids.shape[0],
+            ids,
+            cells,
+            self.low,
+            self._split_table(),
+            self.split_parts,
+            self._key_table(),
+            self.owners,
+            out,
+            min_block=1 << 16,
+        )
         return out
 
     def owners_in_split(self, ids: np.ndarray, cells: int, default: int) -> np.ndarray:
@@ -321,8 +350,20 @@ class Assignment:
         the others: :meth:`owners_of` for a worker whose keys did not move, without searching every key."""
         ids = np.asarray(ids, np.uint64)
         out = np.empty(ids.shape[0], np.int64)
-        run_parallel(_split_owners_block, ids.shape[0], ids, cells, self.low, self._split_table(), self.split_parts,
-                     self._key_table(), self.owners, np.int64(default), out, min_block=1 << 16)  # fmt: skip
+        run_parallel(
+            _split_owners_block,
+            ids.shape[0],
+            ids,
+            cells,
+            self.low,
+            self._split_table(),
+            self.split_parts,
+            self._key_table(),
+            self.owners,
+            np.int64(default),
+            out,
+            min_block=1 << 16,
+        )
         return out
 
     def assign(self, key_work: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -398,18 +439,35 @@ class Assignment:
             raise ValueError("a material key was assigned twice")
 
     def copy(self) -> Assignment:
-        return Assignment(self.n_workers, self.low, self.keys.copy(), self.owners.copy(), self.split_keys.copy(),
-                          self.split_parts.copy())  # fmt: skip
+        return Assignment(
+            self.n_workers,
+            self.low,
+            self.keys.copy(),
+            self.owners.copy(),
+            self.split_keys.copy(),
+            self.split_parts.copy(),
+        )
 
     def to_json(self) -> dict:
-        return {"n_workers": self.n_workers, "low": self.low, "keys": [str(int(k)) for k in self.keys],
-                "owners": [int(o) for o in self.owners], "split_keys": [str(int(k)) for k in self.split_keys],
-                "split_parts": [int(p) for p in self.split_parts]}  # fmt: skip
+        return {
+            "n_workers": self.n_workers,
+            "low": self.low,
+            "keys": [str(int(k)) for k in self.keys],
+            "owners": [int(o) for o in self.owners],
+            "split_keys": [str(int(k)) for k in self.split_keys],
+            "split_parts": [int(p) for p in self.split_parts],
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> Assignment:
-        return cls(data["n_workers"], data["low"], [int(k) for k in data["keys"]], data["owners"],
-                   [int(k) for k in data.get("split_keys", [])], data.get("split_parts", []))  # fmt: skip
+        return cls(
+            data["n_workers"],
+            data["low"],
+            [int(k) for k in data["keys"]],
+            data["owners"],
+            [int(k) for k in data.get("split_keys", [])],
+            data.get("split_parts", []),
+        )
 
 
 def _uint64s() -> np.ndarray:

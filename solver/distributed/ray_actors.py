@@ -65,8 +65,9 @@ class ColumnActor:
     worker it started with: after :meth:`reset`, a step of the abandoned attempt still running finishes on the old
     worker (whose files it writes hold what the new attempt writes again), and one still waiting gives up."""
 
-    def __init__(self, spec: SolveSpec, index: int, assignment: dict, work: str, threads: int,
-                 kill_plan: str | None = None):  # fmt: skip
+    def __init__(
+        self, spec: SolveSpec, index: int, assignment: dict, work: str, threads: int, kill_plan: str | None = None
+    ):
         import numba
 
         cores = numba.config.NUMBA_NUM_THREADS
@@ -108,8 +109,9 @@ class ColumnActor:
 
     def _wait_for(self, what: str, age: int, epoch: int, delivered, expected) -> None:
         with self.arrived:
-            done = self.arrived.wait_for(lambda: self.epoch != epoch or set(expected) <= set(delivered()),
-                                         timeout=DELIVERY_TIMEOUT)  # fmt: skip
+            done = self.arrived.wait_for(
+                lambda: self.epoch != epoch or set(expected) <= set(delivered()), timeout=DELIVERY_TIMEOUT
+            )
             if self.epoch != epoch:
                 raise Reset(f"worker {self.index}, age {age}: reset while waiting for {what}")
             if not done:
@@ -292,8 +294,9 @@ class RayWorkers:
         return self._all("expand", age)
 
     def exchange_and_spawn(self, age: int, changes: Changes, sources) -> tuple:
-        out = self._gather([a.exchange_and_spawn.remote(age, changes, s)
-                            for a, s in zip(self.actors, sources, strict=True)])  # fmt: skip
+        out = self._gather(
+            [a.exchange_and_spawn.remote(age, changes, s) for a, s in zip(self.actors, sources, strict=True)]
+        )
         return sum(sent for sent, _ in out), [spawned for _, spawned in out]
 
     def end_forward(self) -> None:

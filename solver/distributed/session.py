@@ -110,8 +110,13 @@ def ray_session(address: str | None = None, num_cpus: int | None = None):
         ray = import_ray()
         with no_cloud_probes():
             # "local": a new Ray of our own, never one found through RAY_ADDRESS, /tmp/ray or a running GCS
-            ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, _node_ip_address="127.0.0.1",
-                     log_to_driver=False)  # fmt: skip
+            ray.init(
+                address="local",
+                num_cpus=num_cpus,
+                include_dashboard=False,
+                _node_ip_address="127.0.0.1",
+                log_to_driver=False,
+            )
     try:
         yield ray
     finally:
@@ -134,13 +139,16 @@ def cluster_machines(ray, expect: int | None = None, timeout: float = MACHINE_WA
         raise ValueError(f"--machines must be at least 1, got {expect}")
     deadline = time.monotonic() + timeout
     while True:
-        nodes = sorted((n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) >= 1),
-                       key=lambda n: n["NodeID"])  # fmt: skip
+        nodes = sorted(
+            (n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) >= 1), key=lambda n: n["NodeID"]
+        )
         if expect is None or len(nodes) >= expect:
             break
         if time.monotonic() > deadline:
-            raise TimeoutError(f"{len(nodes)} machine(s) with CPUs in the Ray cluster after {timeout:.0f} s, "
-                               f"not the {expect} of --machines")  # fmt: skip
+            raise TimeoutError(
+                f"{len(nodes)} machine(s) with CPUs in the Ray cluster after {timeout:.0f} s, "
+                f"not the {expect} of --machines"
+            )
         time.sleep(1.0)
     if not nodes:
         raise RuntimeError("the Ray cluster has no node with a CPU to run a worker on")

@@ -47,8 +47,9 @@ def spec_from_attrs(attrs: dict) -> SolveSpec:
     """The spec a table's root attributes record (see :func:`root_attributes`)."""
     a = attrs
     pattern = Pattern.from_dict(json.loads(a["pattern"])) if "pattern" in a else None
-    return SolveSpec(int(a["rows"]), int(a["cols"]), str(a["objective"]), float(a["p4"]), str(a["spawn_model"]),
-                     pattern)  # fmt: skip
+    return SolveSpec(
+        int(a["rows"]), int(a["cols"]), str(a["objective"]), float(a["p4"]), str(a["spawn_model"]), pattern
+    )
 
 
 class TableReader:
@@ -76,9 +77,10 @@ class TableReader:
         idx = self.file["index"]
         return [
             AgeCount(int(a), int(s), int(m), int(t))
-            for a, s, m, t in zip(idx["ages"][...], idx["states"][...], idx["afterstates"][...], idx["terminal"][...],
-                                  strict=True)
-        ]  # fmt: skip
+            for a, s, m, t in zip(
+                idx["ages"][...], idx["states"][...], idx["afterstates"][...], idx["terminal"][...], strict=True
+            )
+        ]
 
     def start(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(ids uint64[m], probs float64[m], values float64[m])`` of the canonical start states."""

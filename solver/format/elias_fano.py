@@ -223,8 +223,9 @@ def ef_find(upper, samples, lower, n, n_bits, low_bits, r):
 def ef_find_many(upper, samples, lower, n, n_bits, low_bits, ranks):
     """``int64[m]``: :func:`ef_find` of each rank (``uint64[m]``)."""
     out = np.empty(ranks.shape[0], np.int64)
-    run_parallel(_ef_find_block, ranks.shape[0], upper, samples, lower, n, n_bits, low_bits, ranks, out,
-                 min_block=1 << 12)  # fmt: skip
+    run_parallel(
+        _ef_find_block, ranks.shape[0], upper, samples, lower, n, n_bits, low_bits, ranks, out, min_block=1 << 12
+    )
     return out
 
 

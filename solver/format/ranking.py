@@ -72,8 +72,12 @@ def pattern_rank_shape(rows: int, cols: int, fixed: dict[int, int], sym_perm: np
     ``sym_perm``: boards with the same fixed tiles compare as their free cells do, so canonical boards keep the
     property ranks rely on, among the free cells."""
     coded = [c for c in range(rows * cols) if c not in fixed]
-    return RankShape(len(coded), _orbit_of_last(sym_perm, coded), tuple(4 * c for c in coded),
-                     sum(e << (4 * c) for c, e in fixed.items()))  # fmt: skip
+    return RankShape(
+        len(coded),
+        _orbit_of_last(sym_perm, coded),
+        tuple(4 * c for c in coded),
+        sum(e << (4 * c) for c, e in fixed.items()),
+    )
 
 
 @numba.njit(cache=True, inline="always")

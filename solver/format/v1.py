@@ -61,8 +61,10 @@ class TableWriterV1:
         if missing or not self.starts.complete:
             raise RuntimeError(f"table is incomplete: ages {missing[:5]} were never written")
         write_index_and_start(f, counts, self.starts.ids, self.start_probs, self.starts.values)
-        attrs = {"format_version": FORMAT_VERSION,
-                 **root_attributes(spec, counts, self.start_probs, self.starts.values)}  # fmt: skip
+        attrs = {
+            "format_version": FORMAT_VERSION,
+            **root_attributes(spec, counts, self.start_probs, self.starts.values),
+        }
         f.attrs.update(attrs)
         f.attrs["complete"] = True
         f.close()
@@ -86,9 +88,12 @@ class TableV1(TableReader):
         key = age_group(int(age))
         if key not in self.file:
             return {
-                "states": np.empty(0, np.uint64), "state_values": np.empty(0), "best_actions": np.empty(0, np.uint8),
-                "afterstates": np.empty(0, np.uint64), "afterstate_values": np.empty(0),
-            }  # fmt: skip
+                "states": np.empty(0, np.uint64),
+                "state_values": np.empty(0),
+                "best_actions": np.empty(0, np.uint8),
+                "afterstates": np.empty(0, np.uint64),
+                "afterstate_values": np.empty(0),
+            }
         g = self.file[key]
         return {name: g[name][...] for name in names}
 

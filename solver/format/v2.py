@@ -71,13 +71,34 @@ class CodedLayer:
         return cls.from_codes(count, spec, upper, lower, low_bits, words, value_code, width, base)
 
     @classmethod
-    def from_codes(cls, count: AgeCount, spec: SolveSpec, upper, lower, low_bits, words, value_code: str,
-                   value_bits: int, value_base: int):  # fmt: skip
+    def from_codes(
+        cls,
+        count: AgeCount,
+        spec: SolveSpec,
+        upper,
+        lower,
+        low_bits,
+        words,
+        value_code: str,
+        value_bits: int,
+        value_base: int,
+    ):
         """An age from its coded IDs and its already coded values."""
         universe = ranking.shape_universe(spec.rank_shape, count.age)
-        return cls(count.age, count.terminal, count.afterstates, universe, low_bits,
-                   elias_fano.upper_bits_for(count.afterstates, universe, low_bits), upper, lower, words, value_code,
-                   value_bits, value_base)  # fmt: skip
+        return cls(
+            count.age,
+            count.terminal,
+            count.afterstates,
+            universe,
+            low_bits,
+            elias_fano.upper_bits_for(count.afterstates, universe, low_bits),
+            upper,
+            lower,
+            words,
+            value_code,
+            value_bits,
+            value_base,
+        )
 
     def afterstates(self, spec: SolveSpec) -> np.ndarray:
         """Sorted canonical afterstate IDs, ``uint64[n]``."""
@@ -168,19 +189,21 @@ class TableWriterV2:
         attrs = root_attributes(self.spec, counts, self.start_probs, self.starts.values)
         n_after = max(1, attrs["afterstates"])
         rel, absolute = quantise.value_error_bound(self.value_code)
-        attrs.update({
-            "format_version": FORMAT_VERSION,
-            "layout": self.layout,
-            "id_code": ID_CODE,
-            "value_code": self.value_code,
-            "value_error_relative": rel,
-            "value_error_absolute": absolute,
-            "states_stored": False,
-            "id_bytes": int(self.id_bytes),
-            "value_bytes": int(self.value_bytes),
-            "bits_per_afterstate_id": 8.0 * self.id_bytes / n_after,
-            "bits_per_afterstate_value": 8.0 * self.value_bytes / n_after,
-        })  # fmt: skip
+        attrs.update(
+            {
+                "format_version": FORMAT_VERSION,
+                "layout": self.layout,
+                "id_code": ID_CODE,
+                "value_code": self.value_code,
+                "value_error_relative": rel,
+                "value_error_absolute": absolute,
+                "states_stored": False,
+                "id_bytes": int(self.id_bytes),
+                "value_bytes": int(self.value_bytes),
+                "bits_per_afterstate_id": 8.0 * self.id_bytes / n_after,
+                "bits_per_afterstate_value": 8.0 * self.value_bytes / n_after,
+            }
+        )
         write_index_and_start(f, counts, self.starts.ids, self.start_probs, self.starts.values)
         f.attrs.update(attrs)
         f.attrs["complete"] = True
@@ -245,8 +268,10 @@ class MappedFile:
             return ds[...]  # not mappable (repacked by another tool): read it
         end = offset + n * ds.dtype.itemsize
         if end > self.size:
-            raise TableError(f"{self.path}: dataset {what} ends at byte {end:,}, past the end of the file "
-                             f"({self.size:,} bytes): the file is truncated")  # fmt: skip
+            raise TableError(
+                f"{self.path}: dataset {what} ends at byte {end:,}, past the end of the file "
+                f"({self.size:,} bytes): the file is truncated"
+            )
         return np.frombuffer(self.map, dtype=ds.dtype, count=n, offset=offset)
 
     def advise_random(self) -> None:
@@ -291,8 +316,9 @@ class TableV2(TableReader):
     def _group(self, age: int, f: h5py.File) -> h5py.Group:
         key = age_group(age)
         if key not in f:
-            raise TableError(f"{self.path}: age {age} is listed in the index but its group {key} is missing "
-                             f"from {f.filename}")  # fmt: skip
+            raise TableError(
+                f"{self.path}: age {age} is listed in the index but its group {key} is missing from {f.filename}"
+            )
         return f[key]
 
     def _open_age(self, age: int):
@@ -332,11 +358,23 @@ class TableV2(TableReader):
             a = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in g.attrs.items()}
             count = self._counts[age]
             if int(a["n"]) != count.afterstates:
-                raise TableError(f"{f.filename}: age {age} holds {a['n']} afterstates, the index says "
-                                 f"{count.afterstates}")  # fmt: skip
-            layer = CodedLayer(age, int(a["terminal"]), int(a["n"]), int(a["universe"]), int(a["low_bits"]),
-                               int(a["upper_bits"]), arrays["ids_upper"], arrays["ids_lower"], arrays["values"],
-                               str(a["value_code"]), int(a["value_bits"]), int(a["value_base"]))  # fmt: skip
+                raise TableError(
+                    f"{f.filename}: age {age} holds {a['n']} afterstates, the index says {count.afterstates}"
+                )
+            layer = CodedLayer(
+                age,
+                int(a["terminal"]),
+                int(a["n"]),
+                int(a["universe"]),
+                int(a["low_bits"]),
+                int(a["upper_bits"]),
+                arrays["ids_upper"],
+                arrays["ids_lower"],
+                arrays["values"],
+                str(a["value_code"]),
+                int(a["value_bits"]),
+                int(a["value_base"]),
+            )
             need_upper = words_for(layer.upper_bits)
             need_lower = words_for(layer.n * layer.low_bits)
             need_values = words_for(layer.n * layer.value_bits)
@@ -391,8 +429,13 @@ class TableV2(TableReader):
         if self.directory:
             for age in self.ages:
                 f, _ = self._open_age(int(age))
-                f.visititems(lambda name, obj, f=f: found.append((f"{Path(f.filename).name}:{name}", obj))
-                             if isinstance(obj, h5py.Dataset) else None)  # fmt: skip
+                f.visititems(
+                    lambda name, obj, f=f: (
+                        found.append((f"{Path(f.filename).name}:{name}", obj))
+                        if isinstance(obj, h5py.Dataset)
+                        else None
+                    )
+                )
         return found
 
     def bad_checksums(self) -> list[str]:
@@ -414,5 +457,4 @@ class TableV2(TableReader):
         return super().missing_ages()
 
 
-__all__ = ["FORMAT_VERSION", "CodedLayer", "MappedFile", "TableV2", "TableWriterV2", "encode_boards",
-           "SOLVER_VERSION"]  # fmt: skip
+__all__ = ["FORMAT_VERSION", "CodedLayer", "MappedFile", "TableV2", "TableWriterV2", "encode_boards", "SOLVER_VERSION"]
