@@ -34,7 +34,10 @@ __all__ = [
 
 
 def oracle_for(board: str = "3x3", objective: str = "score", p4: float = 0.1) -> Oracle:
-    """The (cached, per process) oracle of a board's standard table; see :meth:`Oracle.for_board`."""
+    """Deprecated: :meth:`Oracle.for_board` (this kept one oracle per board per process)."""
+    import warnings
+
+    warnings.warn("oracle.oracle_for is deprecated: use Oracle.for_board(board)", DeprecationWarning, stacklevel=2)
     return shared_oracle(board, p4, objective=objective)
 
 
@@ -42,12 +45,13 @@ def regret(
     agent, board: str = "3x3", episodes: int = 1000, seed: int = 0, objective: str = "score", progress: bool = True
 ) -> RegretReport:
     """Play ``agent`` on ``board`` and price every move against the optimum (see :mod:`oracle.priced_games`)."""
-    return oracle_for(board, objective).regret(agent, episodes=episodes, seed=seed, progress=progress)
+    oracle = shared_oracle(board, p4=0.1, objective=objective)
+    return oracle.regret(agent, episodes=episodes, seed=seed, progress=progress)
 
 
 def evaluate(agent, board: str = "3x3", objective: str = "score", progress: bool = True) -> Evaluation:
     """Exact expected score and optimality gap by age of ``agent``'s policy (see :mod:`oracle.evaluate`)."""
-    return oracle_for(board, objective).evaluate(agent, progress=progress)
+    return shared_oracle(board, p4=0.1, objective=objective).evaluate(agent, progress=progress)
 
 
 def __getattr__(name: str):

@@ -502,6 +502,14 @@ def test_tables_are_provisioned_by_the_solver_and_the_old_names_still_answer():
         oracle_module.no_such_name  # noqa: B018
 
 
+def test_oracle_for_is_a_deprecated_alias_of_for_board():
+    import oracle as package
+
+    with pytest.warns(DeprecationWarning, match=r"use Oracle.for_board\(board\)"):
+        old = package.oracle_for("2x2")
+    assert old.start_value == Oracle.for_board("2x2", progress=False).start_value
+
+
 def test_the_sb3_adapter_s_old_path_still_works_with_a_warning():
     import oracle.agent
     import oracle.sb3_policy

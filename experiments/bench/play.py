@@ -22,7 +22,7 @@ import numpy as np
 
 import env2048  # noqa: F401  (registers the environments)
 from agents import ExpectimaxAgent, GreedyAgent, NTupleAgent, RandomAgent
-from oracle import oracle_for
+from oracle import Oracle
 from oracle.priced_games import mean_ci
 
 
@@ -90,7 +90,7 @@ def main(argv=None) -> None:
 
     if args.games_3x3 <= 0:
         return
-    oracle = oracle_for("3x3")
+    oracle = Oracle.for_board("3x3")
     evaluators = [("heuristic", "heuristic")]
     if args.weights_3x3:
         evaluators.append(("td", NTupleAgent.load(args.weights_3x3)))

@@ -80,6 +80,12 @@ class Task:
     def describe(self) -> str:
         return f"{self.name} ({self.spec().describe()}; {self.env_id})"
 
+    def oracle(self, progress: bool = True):
+        """The oracle of the task's table (built on first use, checked against the task's pinned digest)."""
+        from oracle import Oracle
+
+        return Oracle.open(checked_table(self, progress)[0])
+
 
 # V* (repr of the float64 start value) and digests: read off the tables built on 2026-11-26 when v1 was frozen
 # (`python -m solver build ... --layout directory`); `python -m experiments.suite tables --verify` checks them.
