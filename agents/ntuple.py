@@ -227,11 +227,13 @@ def train_episodes(
     coherence_a,
     trace_boards,
     trace_actions,
+    max_moves,
 ):
     """Play ``n_episodes`` greedy games, learning by afterstate TD(0) if ``learn``; with temporal coherence when
     ``coherence_e`` / ``coherence_a`` (float32, one entry per weight) are non-empty.  Move k of the round (board
     before it, action) goes to ``trace_boards[k]`` (uint64) and ``trace_actions[k]`` (int8) while k is within
-    their length (empty: no trace).
+    their length (empty: no trace).  No more than ``max_moves`` moves are played: the game under way then stops
+    there, and the games not started get ``moves = -1``.
 
     Returns ``(scores int64[n], moves int64[n], max_exponent int64[n], key)``; ``weights`` is updated in place.
     """
@@ -242,11 +244,14 @@ def train_episodes(
     top = np.zeros(n_episodes, np.int64)
     k = 0
     for ep in range(n_episodes):
+        if k >= max_moves:
+            n_moves[ep:] = -1
+            break
         b = np.uint64(0)
         b, key = _spawn_packed(b, cells, p4, key)
         b, key = _spawn_packed(b, cells, p4, key)
         a, r, after, _ = _best_move(b, rows, cols, moves, weights, offsets, rows_cells, rows_tuple, layout)
-        while a >= 0:
+        while a >= 0 and k < max_moves:
             if k < trace_boards.shape[0]:
                 trace_boards[k] = b
                 trace_actions[k] = a
@@ -326,6 +331,7 @@ def train_episodes_parallel(
             coherence_a,
             np.zeros(0, np.uint64),
             np.zeros(0, np.int8),
+            np.iinfo(np.int64).max,
         )
         keys[t] = key
         scores[starts[t] : starts[t + 1]] = s
@@ -463,15 +469,19 @@ class NTupleAgent(Agent):
         """V of one packed afterstate."""
         return float(evaluate_afterstate(np.uint64(afterstate), *self._args()))
 
-    def train(self, episodes: int, learn: bool = True, threads: int = 1, trace: bool = False) -> TrainStats:
+    def train(
+        self, episodes: int, learn: bool = True, threads: int = 1, trace: bool = False, max_moves: int | None = None
+    ) -> TrainStats:
         """Play ``episodes`` games, learning unless ``learn=False``; returns scores and speed.
 
         ``threads`` > 1 plays the games on that many threads sharing the weights (see
         :func:`train_episodes_parallel`): faster, but not reproducible from the seed; 1 is exactly reproducible.
         ``trace`` (one thread only) also returns every move's board and action (:class:`TrainStats`).
+        ``max_moves`` (one thread only) stops after that many moves, in the middle of a game if need be; the
+        games counted are those begun.
         """
-        if threads < 1 or (trace and threads != 1):
-            raise ValueError(f"threads must be >= 1 (1 with trace), got {threads}")
+        if threads < 1 or (trace and threads != 1) or (max_moves is not None and threads != 1):
+            raise ValueError(f"threads must be >= 1 (1 with trace or max_moves), got {threads}")
         t = time.perf_counter()
         alpha = self.alpha / self.rows_cells.shape[0]
         boards, actions = trace_buffers(episodes if trace else 0)
@@ -488,8 +498,11 @@ class NTupleAgent(Agent):
                 self.coherence_a,
                 boards,
                 actions,
+                np.iinfo(np.int64).max if max_moves is None else int(max_moves),
             )
             self.key = np.uint64(key)  # numba hands a uint64 back as a Python int; keep the generator state unsigned
+            begun = moves >= 0
+            scores, moves, top, episodes = scores[begun], moves[begun], top[begun], int(begun.sum())
         else:
             per = np.full(threads, episodes // threads, np.int64)
             per[: episodes % threads] += 1
@@ -502,7 +515,7 @@ class NTupleAgent(Agent):
             self.key = np.uint64(keys[-1])
         dt = time.perf_counter() - t
         counts = {int(1 << k): int((top >= k).sum()) for k in np.unique(top)}
-        stats = TrainStats(int(episodes), int(moves.sum()), dt, float(scores.mean()), counts)
+        stats = TrainStats(int(episodes), int(moves.sum()), dt, float(scores.mean()) if scores.size else 0.0, counts)
         if trace:
             stats.boards, stats.actions = traced(boards, actions, stats.moves)
         return stats

@@ -60,22 +60,27 @@ def train_success_episodes(
     learn,
     trace_boards,
     trace_actions,
+    max_moves,
 ):
     """Play ``n_episodes`` greedy games of ``rules`` from ``empty_board`` plus two spawns, learning by afterstate
-    TD(0) if ``learn``; the moves are traced as in :func:`agents.ntuple.train_episodes`.  Returns ``(won int64[n]
-    (1 = success), moves int64[n], key)``; ``weights`` is updated in place."""
+    TD(0) if ``learn``; the moves are traced and ``max_moves`` bounds them as in
+    :func:`agents.ntuple.train_episodes`.  Returns ``(won int64[n] (1 = success), moves int64[n] (-1: not
+    begun), key)``; ``weights`` is updated in place."""
     rows, cols, moves = T.rows, T.cols, T.moves
     cells = rows * cols
     won = np.zeros(n_episodes, np.int64)
     n_moves = np.zeros(n_episodes, np.int64)
     k = 0
     for ep in range(n_episodes):
+        if k >= max_moves:
+            n_moves[ep:] = -1
+            break
         b, key = _spawn_packed(empty_board, cells, p4, key)
         b, key = _spawn_packed(b, cells, p4, key)
         a, outcome, after, _ = best_move_rules(
             b, rows, cols, moves, rules, weights, offsets, rows_cells, rows_tuple, layout
         )
-        while a >= 0:
+        while a >= 0 and k < max_moves:
             if k < trace_boards.shape[0]:
                 trace_boards[k] = b
                 trace_actions[k] = a
@@ -143,9 +148,11 @@ class GoalNTupleAgent(NTupleAgent):
         self.rules = spec.rules
         self.empty_board = np.uint64(spec.empty_board)
 
-    def train(self, episodes: int, learn: bool = True, threads: int = 1, trace: bool = False) -> TrainStats:
-        """Play ``episodes`` games, learning unless ``learn=False``; ``mean_score`` is the share won; ``trace`` as
-        for :meth:`agents.ntuple.NTupleAgent.train`."""
+    def train(
+        self, episodes: int, learn: bool = True, threads: int = 1, trace: bool = False, max_moves: int | None = None
+    ) -> TrainStats:
+        """Play ``episodes`` games, learning unless ``learn=False``; ``mean_score`` is the share won; ``trace`` and
+        ``max_moves`` as for :meth:`agents.ntuple.NTupleAgent.train`."""
         if threads != 1:
             raise ValueError(f"GoalNTupleAgent trains on one thread (reproducible from the seed), got {threads}")
         start = time.perf_counter()
@@ -162,8 +169,11 @@ class GoalNTupleAgent(NTupleAgent):
             learn,
             boards,
             actions,
+            np.iinfo(np.int64).max if max_moves is None else int(max_moves),
         )
         self.key = np.uint64(key)
+        begun = moves >= 0
+        won, moves, episodes = won[begun], moves[begun], int(begun.sum())
         seconds = time.perf_counter() - start
         stats = TrainStats(
             int(episodes), int(moves.sum()), seconds, float(won.mean()) if episodes else 0.0, {"won": int(won.sum())}

@@ -111,13 +111,13 @@ def test_bad_input_gets_clear_errors_and_an_interrupted_write_leaves_nothing(tmp
             raise KeyboardInterrupt
         return int(np.flatnonzero(info["action_mask"])[0])
 
-    import experiments.suite.policies as policies
+    import experiments.suite.dataset as dataset
 
-    real = policies.make_agent
+    real = dataset.make_policy
     monkeypatch.setattr(
-        policies,
-        "make_agent",
-        lambda spec, *a, **k: breaks_on_the_50th_move if spec == "first" else real(spec, *a, **k),
+        dataset,
+        "make_policy",
+        lambda spec, *a, **k: real(breaks_on_the_50th_move if spec == "first" else spec, *a, **k),
     )
     with pytest.raises(KeyboardInterrupt):
         make_dataset("2x4", "first", 3, tmp_path, progress=False)

@@ -44,6 +44,7 @@ def cmd_run(args) -> int:
         command=["python", "-m", "experiments.suite", *sys.argv[1:]],
         curve=args.curve,
         only_seeds=[int(x) for x in args.only_seeds.split(",")] if args.only_seeds else None,
+        track=args.track,
     )
     if result is None:
         print(f"the asked runs are in {args.out}/runs; suite.json is written once every task and seed is there")
@@ -117,6 +118,16 @@ def cmd_curves(args) -> int:
     return 0
 
 
+def cmd_candidates(args) -> int:
+    from .candidates import AGENTS, measure
+
+    names = args.only.split(",") if args.only else None
+    agents = tuple(args.agents.split(",")) if args.agents else AGENTS
+    rows = measure(args.out, names, agents, progress=not args.quiet)
+    print(f"{len(rows)} measurements in {args.out}/candidates.jsonl")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.suite", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -133,7 +144,15 @@ def main(argv=None) -> int:
         help="an agent spec (random, greedy, optimal, expectimax:D, td:PATH, ppo:PATH, dqn:PATH, sb3:PATH for any "
         "SB3 or sb3-contrib model, package.module:factory)",
     )
-    who.add_argument("--trainer", help="package.module:function, called as train(task, budget_steps, seed)")
+    who.add_argument(
+        "--trainer",
+        help="package.module:function, called as train(run, budget_steps, seed); its track attribute says its track",
+    )
+    p.add_argument(
+        "--track",
+        default=None,
+        help="with --agent: the track its training followed (env-only, known-rules; default: reference, no training)",
+    )
     p.add_argument("--seeds", type=int, default=5, help="runs per task: seeds 0..N-1 (default 5)")
     p.add_argument("--tasks", default=None, help="comma-separated task names (default: all)")
     p.add_argument("--out", required=True, help="results directory (resumed if it holds a run of the same agent)")
@@ -179,6 +198,12 @@ def main(argv=None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--reps", type=int, default=2000, help="bootstrap resamples (default 2000)")
     p.set_defaults(func=cmd_curves)
+    p = sub.add_parser("candidates", help="measure candidate tasks: build time and memory, V*, reference scores")
+    p.add_argument("--out", required=True, help="directory for candidates.jsonl (resumed)")
+    p.add_argument("--only", default=None, help="comma-separated candidate names (default: all)")
+    p.add_argument("--agents", default=None, help="comma-separated agents (default: random,greedy,expectimax:2,td)")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_candidates)
     p = sub.add_parser("bc", help="behaviour cloning on datasets, each clone scored exactly")
     p.add_argument("--datasets", required=True, help="comma-separated dataset ids (solved2048/3x3/optimal-v0, ...)")
     p.add_argument("--root", required=True, help="the datasets root (as given to `dataset --out`)")

@@ -1,9 +1,13 @@
 """``python -m experiments.suite run``: a fixed agent, or a learning algorithm trained per (task, seed), scored on
 every task of the suite; each (task, seed) is saved as it finishes, so an interrupted run resumes.
 
-Files: ``DIR/run.json`` (what the directory holds: suite version, agent or trainer), ``DIR/runs/TASK/seed-K.json``
-(one per finished run) and ``DIR/suite.json`` (the score matrix, runs x tasks, with every raw result and the
-provenance), written once every run is there.
+Files: ``DIR/run.json`` (what the directory holds: suite version, agent or trainer, track),
+``DIR/runs/TASK/seed-K.json`` (one per finished run) and ``DIR/suite.json`` (the score matrix, runs x tasks, with
+every raw result and the provenance), written once every run is there.
+
+A trainer's budget is counted (:mod:`experiments.suite.budget`): each run records ``counted_steps``, the steps
+its counted environments or simulator took, and a step past the budget stops the run with an error.  A fixed
+agent's run is on the ``reference`` track unless ``track`` says which track its training followed.
 """
 
 from __future__ import annotations
@@ -19,11 +23,16 @@ import numpy as np
 from agents.registry import make_policy
 from oracle import Oracle
 
+from .budget import TRACKS, StepBudget
 from .monitor import TrainingMonitor
 from .policies import load_trainer
 from .provenance import provenance
 from .scoring import score_policy
 from .tasks import SUITE_VERSION, Task, checked_table, tasks_named
+from .training import TrainingRun, track_of
+
+#: The track of a fixed agent (no training in the suite): random, greedy, expectimax, optimal, a given model.
+REFERENCE_TRACK = "reference"
 
 #: Keys of suite.json and of the run files that vary from run to run of the same command (timings, dates).
 TIMING_KEYS = ("seconds", "train_seconds", "created", "provenance")
@@ -53,11 +62,16 @@ def _check_directory(out: Path, what: dict) -> None:
             f"{out} holds results of suite v{theirs.get('suite_version')}, not v{SUITE_VERSION}: "
             "give another --out (results of different versions are never mixed)"
         )
-    mine = {k: what[k] for k in ("agent", "trainer")}
+    mine = {k: what.get(k) for k in ("agent", "trainer")}
     if {k: theirs.get(k) for k in mine} != mine:
         raise SuiteRunError(
             f"{out} holds the runs of {theirs.get('agent') or theirs.get('trainer')!r}, not "
             f"{what['agent'] or what['trainer']!r}: give another --out"
+        )
+    if theirs.get("track", what["track"]) != what["track"]:
+        raise SuiteRunError(
+            f"{out} holds runs on the {theirs['track']} track, not {what['track']}: give another --out "
+            "(results of different tracks are never mixed)"
         )
     if theirs.get("curve", 0) != what.get("curve", 0):
         raise SuiteRunError(
@@ -80,14 +94,17 @@ def run_suite(
     command: list[str] | None = None,
     curve: int = 0,
     only_seeds=None,
+    track: str | None = None,
 ) -> dict | None:
     """Score ``agent`` (a spec string, SB3 model, torch module, agent object or callable), or the policies that
-    ``trainer`` (``"module:function"`` or a callable ``train(task, budget_steps, seed) -> policy``) learns, on
+    ``trainer`` (``"module:function"`` or a callable ``train(run, budget_steps, seed) -> policy``, its track
+    declared by its ``track`` attribute, see :mod:`experiments.suite.training`) learns, on
     ``tasks`` (comma-separated names; default all) for seeds 0 .. ``seeds`` - 1.  With ``curve`` K >= 2 (trainers
     that take ``monitor``, see :mod:`experiments.suite.monitor`) each run also records its learning curve (K
     points, the last its final score) and its training regret.  ``only_seeds`` (a subset of the seeds) runs just
     those, so that several processes can share one run's cells; ``suite.json`` is written, and returned, once
-    every (task, seed) is there (None before).  A cell another process finished meanwhile is not run again."""
+    every (task, seed) is there (None before).  A cell another process finished meanwhile is not run again.
+    ``track``: for an agent, the track its training followed (default :data:`REFERENCE_TRACK`, no training)."""
     if (agent is None) == (trainer is None):
         raise ValueError("give an agent or a trainer, not both and not neither")
     if not isinstance(seeds, int) or seeds < 1:
@@ -98,7 +115,12 @@ def run_suite(
             f"--curve needs a trainer that takes monitor= (experiments.suite.monitor); "
             f"{_label(trainer or agent)!r} does not"
         )
-    what = {"suite_version": SUITE_VERSION, "agent": _label(agent), "trainer": _label(trainer)}
+    if train is not None and track is not None:
+        raise ValueError("a trainer declares its own track (its track attribute); --track is for an agent")
+    track = track_of(train) if train is not None else (track or REFERENCE_TRACK)
+    if track not in (*TRACKS, REFERENCE_TRACK):
+        raise ValueError(f"unknown track {track!r}; the tracks are {', '.join((*TRACKS, REFERENCE_TRACK))}")
+    what = {"suite_version": SUITE_VERSION, "agent": _label(agent), "trainer": _label(trainer), "track": track}
     if curve:
         what["curve"] = curve
     only = set(range(seeds)) if only_seeds is None else set(only_seeds)
@@ -123,13 +145,21 @@ def run_suite(
 
 
 def train_on_task(train, task: Task, seed: int, monitor=None) -> tuple[object, dict]:
-    """``(policy, facts)``: what ``train(task, task.budget_steps, seed)`` learns (given ``monitor=`` when there is
-    one), and ``budget_steps``, ``train_seconds`` (a monitor's scoring included) and, when the policy says,
-    ``train_steps``."""
+    """``(policy, facts)``: what ``train(run, task.budget_steps, seed)`` learns on a :class:`TrainingRun` of the
+    task with a counted budget on the trainer's track (given ``monitor=`` when there is one), and ``track``,
+    ``budget_steps``, ``counted_steps`` (what the run's envs and simulator counted), ``train_seconds`` (a
+    monitor's scoring included) and, when the policy says, ``train_steps`` (the trainer's own word).  A step past
+    the budget raises :class:`experiments.suite.budget.BudgetExceeded`."""
     start = time.perf_counter()
     extra = {} if monitor is None else {"monitor": monitor}
-    policy = train(task, task.budget_steps, seed, **extra)
-    facts = {"budget_steps": task.budget_steps, "train_seconds": time.perf_counter() - start}
+    run = TrainingRun(task, StepBudget(task.budget_steps, track_of(train)))
+    policy = train(run, task.budget_steps, seed, **extra)
+    facts = {
+        "track": run.track,
+        "budget_steps": task.budget_steps,
+        "counted_steps": run.budget.used,
+        "train_seconds": time.perf_counter() - start,
+    }
     if getattr(policy, "train_steps", None) is not None:  # what the trainer says it used
         facts["train_steps"] = int(policy.train_steps)
     return policy, facts
@@ -150,7 +180,7 @@ def _run_task(out: Path, task: Task, seeds: list[int], agent, train, progress: b
         for seed in missing:
             if _cell(out, task, seed).exists():  # another process sharing the run finished it
                 continue
-            cell = {"task": task.name, "seed": seed, "env_id": task.env_id}
+            cell = {"task": task.name, "seed": seed, "env_id": task.env_id, "suite_version": SUITE_VERSION}
             try:
                 policy, monitor = agent, None
                 if train is not None:

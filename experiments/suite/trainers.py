@@ -1,18 +1,22 @@
-"""Learning algorithms for ``python -m experiments.suite run --trainer``, each ``train(task, budget_steps, seed)
+"""Learning algorithms for ``python -m experiments.suite run --trainer``, each ``train(run, budget_steps, seed)
 -> policy``.
 
-- ``experiments.suite.trainers:td``: afterstate TD(0) on the n-tuple network of ``agents.ntuple`` (its default
-  tuples and stages for the board), trained on the task's own game, one thread (reproducible from the seed): on
-  score tasks for the game's score (the learning rate following ``experiments.train.td``'s schedule for the
-  board), on tasks of success (``tile:K``, endgames) for the probability of success by
-  ``agents.ntuple_goal.GoalNTupleAgent`` (optimistic start, the default schedule: the 3x3 one was tuned on the
-  score; on 3x3-512 the success agent reached 0.819 of V* where the score agent reached 0.53, and on L3-256 0.688
-  where the score agent, which never sees an endgame, reached 0.0015).  Games are played in rounds of
-  :data:`ROUND` and training stops at the first round that reaches the budget, so it may overshoot by at most
-  one round's moves (the run file records ``train_steps``).
-- ``experiments.suite.trainers:maskable_ppo``: sb3-contrib's MaskablePPO (extra ``rl``) with the task's
-  hyperparameter file ``experiments/suite/hyperparams/maskable_ppo/TASK.toml`` (one per task, as RL Baselines3
-  Zoo keeps them), one-hot observations, action masks, trained for the budget on the task's own game and reward.
+- ``experiments.suite.trainers:td`` (``known-rules`` track): afterstate TD(0) on the n-tuple network of
+  ``agents.ntuple`` (its default tuples and stages for the board), trained on the task's own game, one thread
+  (reproducible from the seed): on score tasks for the game's score (the learning rate following
+  ``experiments.train.td``'s schedule for the board), on tasks of success (``tile:K``, endgames) for the
+  probability of success by ``agents.ntuple_goal.GoalNTupleAgent`` (optimistic start, the default schedule: the
+  3x3 one was tuned on the score; on 3x3-512 the success agent reached 0.819 of V* where the score agent reached
+  0.53, and on L3-256 0.688 where the score agent, which never sees an endgame, reached 0.0015).  Games are
+  played in rounds of :data:`ROUND` through the run's counted simulator, whose kernel stops at the budget's last
+  move.
+- ``experiments.suite.trainers:maskable_ppo`` (``env-only`` track): sb3-contrib's MaskablePPO (extra ``rl``)
+  with the task's hyperparameter file ``experiments/suite/hyperparams/maskable_ppo/TASK.toml`` (one per task,
+  as RL Baselines3 Zoo keeps them), one-hot observations, action masks, trained on the run's counted envs for
+  the whole rollouts that fit in the budget, on the task's own game and reward.
+
+Both are called as ``train(run, budget_steps, seed)`` with a :class:`experiments.suite.training.TrainingRun`; a
+bare :class:`~experiments.suite.tasks.Task` gets a run of its own budget.
 """
 
 from __future__ import annotations
@@ -27,14 +31,25 @@ from agents.ntuple import NTupleAgent, tuple_set
 from agents.ntuple_goal import GoalNTupleAgent
 from experiments.train.td import BOARD_SCHEDULES, DEFAULT_SCHEDULE, alpha_at, parse_schedule
 
+from .budget import StepBudget
+from .training import TrainingRun
+
 #: Games per round of TD training.
 ROUND = 50
 
 
+def as_run(task, budget_steps: int, track: str) -> TrainingRun:
+    """``task`` if it is a :class:`TrainingRun`, else a run of ``budget_steps`` on ``track``."""
+    return task if isinstance(task, TrainingRun) else TrainingRun(task, StepBudget(budget_steps, track))
+
+
 def td(task, budget_steps: int, seed: int, monitor=None) -> NTupleAgent:
-    """An n-tuple network trained by TD(0) for ``budget_steps`` moves on the task's game; with a ``monitor``
-    (:class:`experiments.suite.monitor.TrainingMonitor`), every training move is priced and the checkpoints due
-    after each round are scored (neither changes the training)."""
+    """An n-tuple network trained by TD(0) for ``budget_steps`` moves on the task's game, simulated through the
+    run's counted simulator; with a ``monitor`` (:class:`experiments.suite.monitor.TrainingMonitor`), every
+    training move is priced and the checkpoints due after each round are scored (neither changes the
+    training)."""
+    run = as_run(task, budget_steps, "known-rules")
+    simulator = run.simulator()
     rows, cols = task.shape
     tuples = tuple_set("default", rows, cols)
     if task.kind == "score":
@@ -44,16 +59,19 @@ def td(task, budget_steps: int, seed: int, monitor=None) -> NTupleAgent:
         schedule = parse_schedule(DEFAULT_SCHEDULE)
         agent = GoalNTupleAgent(task.spec(), tuples=tuples, alpha=schedule[0][1], seed=seed)
     moves = 0
-    while moves < budget_steps:
+    while simulator.remaining > 0:
         if monitor is not None and monitor.due(moves):
             monitor.record(moves, agent)
         agent.alpha = alpha_at(schedule, moves / budget_steps)
-        stats = agent.train(ROUND, threads=1, trace=monitor is not None)
+        stats = simulator.train_ntuple(agent, ROUND, threads=1, trace=monitor is not None)
         if monitor is not None:
             monitor.price(stats.boards, stats.actions)
         moves += stats.moves
     agent.train_steps = moves
     return agent
+
+
+td.track = "known-rules"
 
 
 #: Where the trainers' hyperparameter files are: ``HYPERPARAMS / ALGORITHM / f"{task}.toml"``.
@@ -104,8 +122,8 @@ def load_hyperparams(algorithm: str, task: str, required: tuple[str, ...] = ()) 
 
 def maskable_ppo(task, budget_steps: int, seed: int, monitor=None):
     """A MaskablePPO model trained for ``budget_steps`` environment steps on the task's game, with the task's
-    hyperparameter file; ``train_steps`` is what it took (a whole number of rollouts, so up to one rollout of
-    ``n_envs * n_steps`` more than the budget).  With a ``monitor``, each rollout's moves are priced and the
+    hyperparameter file, on the run's counted envs: the whole rollouts of ``n_envs * n_steps`` steps that fit in
+    the budget (``train_steps``).  With a ``monitor``, each rollout's moves are priced and the
     checkpoints due are scored as the steps pass them (the policy acts deterministically there, so the training's
     random streams are untouched)."""
     from sb3_contrib import MaskablePPO
@@ -113,10 +131,13 @@ def maskable_ppo(task, budget_steps: int, seed: int, monitor=None):
     from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.vec_env import VecNormalize
 
-    from .envs import make_task_vec_env
-
+    run = as_run(task, budget_steps, "env-only")
     hp = load_hyperparams("maskable_ppo", task.name, PPO_KEYS)
-    vec = make_task_vec_env(task.name, hp["n_envs"], seed, hp["reward"])
+    rollout = hp["n_envs"] * hp["n_steps"]
+    steps = budget_steps // rollout * rollout
+    if steps == 0:
+        raise ValueError(f"{task.name}: a budget of {budget_steps} steps holds no rollout of {rollout}")
+    vec = run.make_vec_env(hp["n_envs"], seed, hp["reward"])
     if hp["normalize_reward"]:
         vec = VecNormalize(vec, norm_obs=False, norm_reward=True, gamma=hp["gamma"])
     model = MaskablePPO(
@@ -153,8 +174,11 @@ def maskable_ppo(task, budget_steps: int, seed: int, monitor=None):
                 planes = buffer.observations.reshape(-1, *buffer.observations.shape[2:])
                 monitor.price(planes.argmax(axis=1).astype(np.uint8), buffer.actions.reshape(-1))
 
-    with tqdm(total=budget_steps, unit="step", desc=f"MaskablePPO {task.name} seed {seed}", mininterval=10) as bar:
-        model.learn(total_timesteps=budget_steps, callback=Bar())
+    with tqdm(total=steps, unit="step", desc=f"MaskablePPO {task.name} seed {seed}", mininterval=10) as bar:
+        model.learn(total_timesteps=steps, callback=Bar())
     vec.close()
     model.train_steps = int(model.num_timesteps)
     return model
+
+
+maskable_ppo.track = "env-only"

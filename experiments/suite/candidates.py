@@ -1,0 +1,140 @@
+"""Measuring candidate tasks, to choose a task set by measurement: each candidate's table (build time, peak
+memory, size, V*) and the reference agents' normalized scores on it.
+
+    python -m experiments.suite candidates --out results/candidates [--only L3-512,442-256] [--agents ...]
+
+Each table is built in a process of its own (``python -m solver build``, directory layout) under
+``$SOLVED2048_HOME/suite-candidates/NAME``, which reports its own wall time and peak resident memory.  Each agent
+is then scored as the suite scores it (:func:`experiments.suite.scoring.score_policy`: exact where the table and
+the agent allow, else Monte Carlo); ``td`` is first trained by the suite's TD trainer for the candidate's budget.
+One JSON line per finished step goes to ``OUT/candidates.jsonl``: an interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .tasks import Task
+
+#: The candidates: every task of suite v1 and the games that could replace or join them.
+CANDIDATES: tuple[Task, ...] = (
+    Task("2x3", "", 1_000_000, True, math.nan, "", board="2x3"),
+    Task("2x4", "", 1_000_000, True, math.nan, "", board="2x4"),
+    Task("3x3", "", 5_000_000, True, math.nan, "", board="3x3"),
+    Task("2x4-256", "", 1_000_000, True, math.nan, "", board="2x4", objective="tile:8"),
+    Task("3x3-256", "", 5_000_000, True, math.nan, "", board="3x3", objective="tile:8"),
+    Task("3x3-512", "", 5_000_000, True, math.nan, "", board="3x3", objective="tile:9"),
+    Task("4x3-128", "", 2_000_000, False, math.nan, "", board="4x3", objective="tile:7"),
+    Task("4x3-256", "", 2_000_000, False, math.nan, "", board="4x3", objective="tile:8"),
+    Task("L3-256", "", 2_000_000, True, math.nan, "", pattern="L3", target=256),
+    Task("L3-512", "", 2_000_000, True, math.nan, "", pattern="L3", target=512),
+    Task("442-256", "", 2_000_000, True, math.nan, "", pattern="442", target=256),
+    Task("442-512", "", 2_000_000, True, math.nan, "", pattern="442", target=512),
+    Task("t-256", "", 2_000_000, True, math.nan, "", pattern="t", target=256),
+    Task("t-512", "", 2_000_000, True, math.nan, "", pattern="t", target=512),
+)
+#: The reference agents scored on every candidate (``td``: trained first, see the module docstring).
+AGENTS = ("random", "greedy", "expectimax:2", "td")
+
+
+def candidate(name: str) -> Task:
+    for task in CANDIDATES:
+        if task.name == name:
+            return task
+    raise ValueError(f"unknown candidate {name!r}; known: {', '.join(t.name for t in CANDIDATES)}")
+
+
+def table_dir(task: Task) -> Path:
+    from solver.provision import cache_dir
+
+    return cache_dir() / "suite-candidates" / task.name
+
+
+def build_command(task: Task, out: Path) -> list[str]:
+    """``python -m solver build`` of the candidate's game into ``out`` (directory layout, no progress bars)."""
+    cmd = [sys.executable, "-m", "solver", "build", "--out", str(out), "--layout", "directory", "--quiet"]
+    if task.pattern is not None:
+        return cmd + ["--pattern", task.pattern, "--target", str(task.target)]
+    return cmd + ["--board", task.board, "--objective", task.objective]
+
+
+_MEASURED_BUILD = """
+import resource, subprocess, sys, time, json
+start = time.perf_counter()
+done = subprocess.run(sys.argv[1:])
+peak = max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, 0) * 1024
+print(json.dumps({"returncode": done.returncode, "seconds": time.perf_counter() - start, "peak_bytes": peak}))
+"""
+
+
+def build_table(task: Task) -> dict:
+    """Build the candidate's table in a process of its own: ``{"seconds", "peak_bytes", "bytes"}`` (peak: the
+    largest resident set of the build's processes)."""
+    out = table_dir(task)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.exists():
+        raise FileExistsError(f"{out} exists: its build time is not known here; delete it to measure again")
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURED_BUILD, *build_command(task, out)], capture_output=True, text=True
+    )
+    lines = done.stdout.strip().splitlines()
+    report = json.loads(lines[-1]) if lines else {"returncode": done.returncode}
+    if report["returncode"] != 0:
+        raise RuntimeError(f"building {task.name} failed: {done.stderr.strip()[-2000:]}")
+    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    return {"seconds": report["seconds"], "peak_bytes": report["peak_bytes"], "bytes": size}
+
+
+def score_agent(task: Task, oracle, agent: str, seed: int = 0) -> dict:
+    """The suite's score of ``agent`` (a spec, or ``td``: trained for the budget first) on ``task``."""
+    from agents.registry import make_policy
+
+    from .scoring import score_policy
+    from .trainers import td
+
+    facts = {}
+    rows, cols = task.shape
+    if agent == "td":
+        start = time.perf_counter()
+        policy = td(task, task.budget_steps, seed)
+        facts = {"train_seconds": time.perf_counter() - start, "train_steps": int(policy.train_steps)}
+    else:
+        policy = make_policy(agent, rows, cols, seed=seed, oracle=oracle)
+    result = score_policy(task, oracle, policy, seed)
+    return facts | result
+
+
+def measure(out, names=None, agents=AGENTS, progress: bool = True) -> list[dict]:
+    """Build and score every candidate of ``names`` (default all); the JSON lines of ``OUT/candidates.jsonl``."""
+    from oracle import Oracle
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "candidates.jsonl"
+    done = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    seen = {(r["task"], r["step"]) for r in done}
+    chosen = [candidate(n) for n in names] if names else list(CANDIDATES)
+
+    def record(row: dict) -> None:
+        done.append(row)
+        with log.open("a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        if progress:
+            print(json.dumps(row), flush=True)
+
+    for task in chosen:
+        if (task.name, "build") not in seen:
+            record({"task": task.name, "step": "build", **build_table(task)})
+        with Oracle.open(table_dir(task)) as oracle:
+            if (task.name, "table") not in seen:
+                facts = {"optimal_value": oracle.start_value, "afterstates": oracle.n_afterstates}
+                record({"task": task.name, "step": "table", **facts})
+            for agent in agents:
+                if (task.name, f"agent:{agent}") not in seen:
+                    record({"task": task.name, "step": f"agent:{agent}", **score_agent(task, oracle, agent)})
+    return done

@@ -1,0 +1,110 @@
+"""Tracks and counted budgets: a learner's steps are counted by the suite's envs and simulator, not taken on the
+trainer's word; a step past the budget is refused, and the seeds finished before are kept."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from experiments.suite import get_task
+from experiments.suite.budget import BudgetExceeded, StepBudget
+from experiments.suite.runner import SuiteRunError, run_suite, train_on_task
+from experiments.suite.training import TrainingRun
+
+import naive
+
+
+def test_a_budget_counts_and_refuses_the_first_step_past_it():
+    budget = StepBudget(5, "env-only")
+    budget.charge(3)
+    budget.charge(2)
+    assert budget.remaining == 0 and budget.used == 5
+    with pytest.raises(BudgetExceeded, match="the env-only budget of 5 environment steps is spent"):
+        budget.charge(1)
+    assert budget.used == 5
+    with pytest.raises(ValueError, match="unknown track 'both'"):
+        StepBudget(5, "both")
+
+
+def test_an_env_only_learner_s_env_steps_are_counted_and_carry_no_oracle():
+    run = TrainingRun(get_task("2x4"), StepBudget(40, "env-only"))
+    env = run.make_env()
+    obs, info = env.reset(seed=0)
+    steps = 0
+    while steps < 40:
+        obs, reward, terminated, truncated, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+        steps += 1
+        assert not {"q_values", "optimal_actions", "regret"} & set(info)
+        if terminated or truncated:
+            obs, info = env.reset()
+    assert run.budget.used == 40
+    with pytest.raises(BudgetExceeded):
+        env.step(0)
+    with pytest.raises(ValueError, match="an env-only trainer has no simulator"):
+        run.simulator()
+
+
+def test_a_known_rules_learner_s_simulated_moves_are_counted_and_follow_the_rules():
+    """The simulator's moves are the rules' (tests/naive.py), the spawn lands on an empty cell of the
+    afterstate, and every board stepped is one move of the budget."""
+    run = TrainingRun(get_task("2x4"), StepBudget(1000, "known-rules"))
+    sim = run.simulator()
+    rng = np.random.default_rng(1)
+    boards = rng.integers(0, 4, size=(200, 2, 4)).astype(np.uint8)
+    actions = rng.integers(0, 4, size=200)
+    nxt, rewards, legal = sim.step(boards, actions, seed=0)
+    assert run.budget.used == 200
+    for b, a, n, r, ok in zip(boards, actions, nxt, rewards, legal, strict=True):
+        after, reward = naive.move(b.tolist(), int(a))
+        assert ok == (after != b.tolist())
+        if not ok:
+            assert r == 0 and (n == b).all()
+            continue
+        diff = np.argwhere(np.array(after) != n)
+        assert r == reward and len(diff) == 1 and after[diff[0][0]][diff[0][1]] == 0 and n[tuple(diff[0])] in (1, 2)
+    with pytest.raises(BudgetExceeded, match="known-rules budget of 1,000 simulated moves"):
+        sim.step(np.zeros((801, 2, 4), np.uint8), np.zeros(801, np.int64))  # 200 used: 801 more would pass it
+    assert run.budget.used == 200
+
+
+def test_td_s_moves_are_counted_by_its_kernel_to_the_budget():
+    from experiments.suite.trainers import td
+
+    facts_of = {}
+    for budget in (0, 1, 777):
+        task = dataclasses.replace(get_task("2x4"), budget_steps=budget)
+        policy, facts = train_on_task(td, task, seed=0)
+        facts_of[budget] = facts
+        assert facts["track"] == "known-rules" and facts["counted_steps"] == budget == policy.train_steps
+    goal = dataclasses.replace(get_task("L3-256"), budget_steps=500)
+    assert train_on_task(td, goal, seed=0)[1]["counted_steps"] == 500
+
+
+def test_a_trainer_that_steps_past_its_budget_is_stopped_and_its_finished_seeds_are_kept(tmp_path, monkeypatch):
+    from experiments.suite import runner
+
+    small = dataclasses.replace(get_task("2x4"), budget_steps=64)
+    monkeypatch.setattr(runner, "tasks_named", lambda names: [small])
+
+    def greedy_env_learner(run, budget_steps, seed):
+        env = run.make_env()
+        obs, info = env.reset(seed=seed)
+        for _ in range(budget_steps + seed):  # seed 1 takes one step too many
+            obs, reward, terminated, truncated, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+            if terminated or truncated:
+                obs, info = env.reset()
+        return "greedy"
+
+    out = tmp_path / "over"
+    with pytest.raises(SuiteRunError, match=r"task 2x4, seed 1: BudgetExceeded: the env-only budget of 64 "):
+        run_suite(out, 2, trainer=greedy_env_learner, tasks="2x4", progress=False)
+    kept = json.loads((out / "runs" / "2x4" / "seed-0.json").read_text())
+    assert kept["counted_steps"] == 64 and kept["track"] == "env-only" and kept["budget_steps"] == 64
+    assert not (out / "runs" / "2x4" / "seed-1.json").exists()
+    assert json.loads((out / "run.json").read_text())["track"] == "env-only"
+    with pytest.raises(SuiteRunError, match="holds runs on the env-only track, not known-rules"):
+        greedy_env_learner.track = "known-rules"
+        run_suite(out, 2, trainer=greedy_env_learner, tasks="2x4", progress=False)
