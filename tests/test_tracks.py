@@ -108,3 +108,42 @@ def test_a_trainer_that_steps_past_its_budget_is_stopped_and_its_finished_seeds_
     with pytest.raises(SuiteRunError, match="holds runs on the env-only track, not known-rules"):
         greedy_env_learner.track = "known-rules"
         run_suite(out, 2, trainer=greedy_env_learner, tasks="2x4", progress=False)
+
+
+def _results(path, name, track, normalized, trainer=True):
+    path.mkdir(parents=True)
+    data = {
+        "suite_version": 1,
+        "tasks": ["2x4", "3x3", "L3-256"],
+        "normalized": normalized,
+        "track": track,
+        "family": {"2x4": "score", "3x3": "score", "L3-256": "success"},
+        "agent": None if trainer else name,
+        "trainer": name if trainer else None,
+    }
+    (path / "suite.json").write_text(json.dumps(data))
+    return path
+
+
+def test_compare_keeps_tracks_apart_and_scores_each_family(tmp_path):
+    """Two learners of different tracks are aggregated in their own groups, each beside the reference agents,
+    with no probability of improvement across tracks unless pooling is asked for; each family's aggregate uses
+    its own tasks' columns only (the mean checked by hand)."""
+    from experiments.suite.aggregate import compare
+
+    a = _results(tmp_path / "a", "ppo", "env-only", [[0.2, 0.3, 0.0], [0.25, 0.35, 0.1]])
+    b = _results(tmp_path / "b", "td", "known-rules", [[0.5, 0.6, 0.8], [0.55, 0.6, 0.9]])
+    ref = _results(tmp_path / "r", "greedy", "reference", [[0.1, 0.07, 0.0]], trainer=False)
+    result = compare([a, b, ref], tmp_path / "out", reps=200)
+    assert set(result["groups"]) == {"env-only", "known-rules"} and not result["pooled_tracks"]
+    assert result["groups"]["env-only"]["agents"] == ["ppo", "greedy"]
+    pairs = {p for g in result["groups"].values() for p in g["probability_of_improvement"]}
+    assert "ppo > td" not in pairs and "td > ppo" not in pairs and "td > greedy" in pairs
+    td_score = result["groups"]["known-rules"]["aggregates"]["score"]["td"]["mean"]["point"]
+    assert td_score == pytest.approx(np.mean([0.5, 0.6, 0.55, 0.6]))
+    td_goal = result["groups"]["known-rules"]["aggregates"]["success"]["td"]["mean"]["point"]
+    assert td_goal == pytest.approx(0.85)
+    assert "score games" in (tmp_path / "out" / "compare.md").read_text()
+    pooled = compare([a, b, ref], tmp_path / "pooled", reps=200, pool_tracks=True)
+    assert set(pooled["groups"]) == {"pooled"} and pooled["pooled_tracks"]
+    assert "ppo > td" in pooled["groups"]["pooled"]["probability_of_improvement"]

@@ -56,7 +56,7 @@ def cmd_run(args) -> int:
 def cmd_compare(args) -> int:
     from .aggregate import compare
 
-    result = compare(args.dirs, args.out, reps=args.reps)
+    result = compare(args.dirs, args.out, reps=args.reps, pool_tracks=args.pool_tracks)
     from .aggregate import markdown
 
     print(markdown(result))
@@ -175,6 +175,11 @@ def main(argv=None) -> int:
     p.add_argument("dirs", nargs="+", help="results directories of `run`")
     p.add_argument("--out", required=True)
     p.add_argument("--reps", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    p.add_argument(
+        "--pool-tracks",
+        action="store_true",
+        help="aggregate results of different tracks together (default: one group per track)",
+    )
     p.set_defaults(func=cmd_compare)
     p = sub.add_parser("registry", help="regenerate the README's headline and docs/suite.md from the registry")
     p.add_argument("--add", metavar="DIR", help="first copy this results directory's suite.json into the registry")

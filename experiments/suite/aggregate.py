@@ -78,9 +78,79 @@ def load_matrix(path) -> tuple[str, dict]:
     return data.get("agent") or data.get("trainer") or file.parent.name, data
 
 
-def compare(dirs, out, reps: int = 2000) -> dict:
+#: The families of tasks, by what a task scores (docs/suite.md): aggregates are reported per family and overall.
+FAMILIES = {"score": "score games", "success": "goal games and endgames"}
+#: Fixed agents (no training in the suite): shown beside every track.
+REFERENCE_TRACK = "reference"
+
+
+def task_families(data: dict) -> dict[str, str]:
+    """``{task: family}`` of a suite.json (its ``family`` map, or the tasks' kinds for results written before)."""
+    if "family" in data:
+        return dict(data["family"])
+    from .tasks import get_task
+
+    return {name: get_task(name, int(data.get("suite_version", 1))).kind for name in data["tasks"]}
+
+
+def track_of_result(data: dict) -> str:
+    """The track of a suite.json: its ``track``; for results written before tracks were recorded, the track
+    its trainer declares (``env-only`` if it cannot be loaded here), or ``reference`` for an agent."""
+    if data.get("track"):
+        return data["track"]
+    if not data.get("trainer"):
+        return REFERENCE_TRACK
+    from .policies import load_trainer
+    from .training import track_of
+
+    try:
+        return track_of(load_trainer(data["trainer"]))
+    except ValueError:
+        return "env-only"
+
+
+def aggregates_by_family(matrices: dict[str, np.ndarray], families: dict[str, str], tasks: list[str], reps: int):
+    """``{"overall": table, family: table, ...}`` (tables of :func:`aggregate_table`) over the tasks' columns."""
+    out = {"overall": aggregate_table(matrices, reps)}
+    for family in FAMILIES:
+        columns = [j for j, t in enumerate(tasks) if families[t] == family]
+        if columns:
+            out[family] = aggregate_table({n: m[:, columns] for n, m in matrices.items()}, reps)
+    return out
+
+
+def grouped_aggregates(matrices, tracks, families, tasks, reps: int = 2000, pool_tracks: bool = False) -> dict:
+    """``{group: {"agents", "aggregates", "probability_of_improvement"}}``: one group per learning track, the
+    ``reference`` agents in every group (one ``"pooled"`` group with ``pool_tracks``, or when there is at most one
+    learning track); ``aggregates`` as :func:`aggregates_by_family`."""
+    learned = sorted({t for t in tracks.values() if t != REFERENCE_TRACK})
+    if pool_tracks or len(learned) <= 1:
+        groups = {"pooled": list(matrices)}
+    else:
+        groups = {track: [n for n in matrices if tracks[n] in (track, REFERENCE_TRACK)] for track in learned}
+    by_group = {}
+    for group, names in groups.items():
+        improvement = {}
+        for a in names:
+            for b in names:
+                if a != b:
+                    point, ci = probability_of_improvement(matrices[a], matrices[b], reps)
+                    improvement[f"{a} > {b}"] = {"point": point, "ci": list(ci)}
+        by_group[group] = {
+            "agents": names,
+            "aggregates": aggregates_by_family({n: matrices[n] for n in names}, families, tasks, reps),
+            "probability_of_improvement": improvement,
+        }
+    return by_group
+
+
+def compare(dirs, out, reps: int = 2000, pool_tracks: bool = False) -> dict:
     """Aggregate the results directories ``dirs`` (same suite version and tasks) into ``out``: ``compare.md``,
-    ``compare.json``, ``aggregates.png`` and ``profiles.png``.  Returns the table as a dict."""
+    ``compare.json``, ``aggregates.png`` and ``profiles.png``.  Returns the table as a dict.
+
+    Results are grouped by track (``reference`` agents join every group): aggregates per family of tasks and
+    overall, and probabilities of improvement, are computed within a group; ``pool_tracks`` makes one group of
+    all."""
     loaded = [load_matrix(d) for d in dirs]
     versions = {data.get("suite_version") for _, data in loaded}
     if len(versions) != 1:
@@ -88,22 +158,21 @@ def compare(dirs, out, reps: int = 2000) -> dict:
     tasks = {tuple(data["tasks"]) for _, data in loaded}
     if len(tasks) != 1:
         raise ValueError(f"the results cover different tasks: {sorted(tasks)}")
+    task_names = list(tasks.pop())
     matrices = {name: np.asarray(data["normalized"], float) for name, data in loaded}
     if len(matrices) != len(loaded):
         raise ValueError("two results directories hold the same agent: compare distinct ones")
-    table = aggregate_table(matrices, reps)
-    names = list(matrices)
-    improvement = {}
-    for a in names:
-        for b in names:
-            if a != b:
-                point, ci = probability_of_improvement(matrices[a], matrices[b], reps)
-                improvement[f"{a} > {b}"] = {"point": point, "ci": list(ci)}
+    tracks = {name: track_of_result(data) for name, data in loaded}
+    families = task_families(loaded[0][1])
+    by_group = grouped_aggregates(matrices, tracks, families, task_names, reps, pool_tracks)
+    learned = {t for t in tracks.values() if t != REFERENCE_TRACK}
     result = {
         "suite_version": versions.pop(),
-        "tasks": list(tasks.pop()),
-        "aggregates": table,
-        "probability_of_improvement": improvement,
+        "tasks": task_names,
+        "family": families,
+        "tracks": tracks,
+        "pooled_tracks": len(learned) > 1 and "pooled" in by_group,
+        "groups": by_group,
         "reps": reps,
     }
     out = Path(out)
@@ -115,36 +184,51 @@ def compare(dirs, out, reps: int = 2000) -> dict:
     return result
 
 
-def markdown(result: dict) -> str:
-    lines = [
-        f"Suite v{result['suite_version']}, {len(result['tasks'])} tasks ({', '.join(result['tasks'])}); "
-        "scores are V^pi / V*; 95% stratified-bootstrap CIs (rliable).",
-        "",
-        "| agent | runs | " + " | ".join(METRICS) + " |",
-        "|---|---:|" + "---:|" * len(METRICS),
-    ]
-    for name, row in result["aggregates"].items():
+def _table_lines(table: dict) -> list[str]:
+    lines = ["| agent | runs | " + " | ".join(METRICS) + " |", "|---|---:|" + "---:|" * len(METRICS)]
+    for name, row in table.items():
         cells = [f"{row[m]['point']:.3f} [{row[m]['ci'][0]:.3f}, {row[m]['ci'][1]:.3f}]" for m in METRICS]
         lines.append(f"| {name} | {row['runs']} | " + " | ".join(cells) + " |")
-    if result["probability_of_improvement"]:
-        lines += ["", "| probability of improvement | P(X > Y) [95% CI] |", "|---|---:|"]
-        for pair, v in result["probability_of_improvement"].items():
-            lines.append(f"| {pair} | {v['point']:.3f} [{v['ci'][0]:.3f}, {v['ci'][1]:.3f}] |")
+    return lines
+
+
+def markdown(result: dict) -> str:
+    tasks = result["tasks"]
+    lines = [
+        f"Suite v{result['suite_version']}, {len(tasks)} tasks ({', '.join(tasks)}); scores are V^pi / V*; 95% "
+        "stratified-bootstrap CIs (rliable).  Tracks: "
+        + ", ".join(f"{name} ({track})" for name, track in result["tracks"].items())
+        + (" (pooled on request)" if result["pooled_tracks"] else "")
+        + ".",
+    ]
+    for group, block in result["groups"].items():
+        heading = "all results" if group == "pooled" else f"track {group} (with the reference agents)"
+        for part, table in block["aggregates"].items():
+            members = [t for t in tasks if part == "overall" or result["family"][t] == part]
+            title = "overall" if part == "overall" else FAMILIES[part]
+            lines += ["", f"**{heading}: {title}** ({', '.join(members)})", "", *_table_lines(table)]
+        if block["probability_of_improvement"]:
+            lines += ["", "| probability of improvement | P(X > Y) [95% CI] |", "|---|---:|"]
+            for pair, v in block["probability_of_improvement"].items():
+                lines.append(f"| {pair} | {v['point']:.3f} [{v['ci'][0]:.3f}, {v['ci'][1]:.3f}] |")
     return "\n".join(lines) + "\n"
 
 
 def plot_aggregates(result: dict, path) -> None:
-    """One panel per metric: each agent's point estimate with its CI."""
+    """One panel per metric: each agent's overall point estimate with its CI (within its track's group)."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    names = list(result["aggregates"])
+    aggregates = {}
+    for block in result["groups"].values():
+        aggregates.update(block["aggregates"]["overall"])
+    names = list(aggregates)
     fig, axes = plt.subplots(1, len(METRICS), figsize=(3.2 * len(METRICS), 1.6 + 0.45 * len(names)), sharey=True)
     for ax, m in zip(axes, METRICS, strict=True):
         for y, name in enumerate(names):
-            row = result["aggregates"][name][m]
+            row = aggregates[name][m]
             ax.plot(row["ci"], [y, y], lw=6, alpha=0.5, solid_capstyle="butt", color=f"C{y}")
             ax.plot([row["point"]], [y], "k|", ms=12)
         ax.set_title(m)

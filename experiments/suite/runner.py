@@ -221,6 +221,7 @@ def collect(out: Path, tasks: list[Task], seeds: int) -> dict:
         "normalized": normalized.tolist(),
         "value": value.tolist(),
         "optimal_value": {t.name: runs[t.name][0]["optimal_value"] for t in tasks},
+        "family": {t.name: t.kind for t in tasks},
         "method": {t.name: runs[t.name][0]["method"] for t in tasks},
         "runs": runs,
     }
