@@ -29,3 +29,15 @@ def test_quick_start_code_runs(page, tmp_path, monkeypatch):
             exec(compile(block, f"{page}, python block {i + 1}", "exec"), namespace)
         except Exception as err:
             raise AssertionError(f"{page}, python block {i + 1} failed: {err!r}\n{block}") from err
+
+
+def test_the_citation_names_the_package_s_version():
+    import tomllib
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    citation = (ROOT / "CITATION.cff").read_text()
+    assert re.search(r"^cff-version: 1\.2\.0$", citation, flags=re.M)
+    assert re.search(rf'^version: "{re.escape(version)}"$', citation, flags=re.M), version
+    assert re.search(r"^title: .+", citation, flags=re.M) and re.search(
+        r"^authors:\n  - name: .+", citation, flags=re.M
+    )
