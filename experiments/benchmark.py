@@ -40,7 +40,7 @@ from oracle.wrapper import shared_oracle
 from .replay.viewer import write_replay_html
 
 #: Version of the protocol and of the JSON schema (bump when either changes).
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 #: Scalar columns of the results table, in order (the JSON has these plus ``by_age`` per agent).
 COLUMNS = (
     "label",
@@ -117,7 +117,8 @@ def run_agent(
         "ages": report.ages.tolist(),
         "visits_per_game": (report.visits / episodes).tolist(),
         "mean_regret_per_move": report.mean_regret_by_age.tolist(),
-        "optimal_move_rate": report.optimal_rate_by_age.tolist(),
+        "optimal_move_rate": [None if np.isnan(x) else x for x in report.optimal_rate_by_age.tolist()],
+        "contested_per_game": (report.contested_by_age / episodes).tolist(),
     }
     return row, report
 
@@ -157,7 +158,11 @@ def binned_by_age(by_age: dict, width: int) -> tuple[np.ndarray, ...]:
     used, inverse = np.unique(bins, return_inverse=True)
     v = np.bincount(inverse, visits)
     regret = np.bincount(inverse, visits * np.asarray(by_age["mean_regret_per_move"])) / v
-    rate = np.bincount(inverse, visits * np.asarray(by_age["optimal_move_rate"])) / v
+    contested = np.asarray(by_age.get("contested_per_game", visits), float)
+    rates = np.nan_to_num(np.asarray(by_age["optimal_move_rate"], float))  # no contested move: no weight
+    c = np.bincount(inverse, contested)
+    rate = np.full(c.shape, np.nan)
+    np.divide(np.bincount(inverse, contested * rates), c, out=rate, where=c > 0)
     return used * width + width / 2, v, regret, rate
 
 

@@ -45,6 +45,9 @@ class RegretReport:
     start_value: float
     mean_regret: float
     regret_ci: float
+    #: the share of optimal moves among the contested ones: moves from boards where some legal move is not
+    #: optimal (and illegal moves); NaN if there was none.  A move from a board where every legal move is optimal
+    #: is no decision, and random play would get it right.
     optimal_move_rate: float
     moves: int
     blunder_threshold: float
@@ -53,6 +56,9 @@ class RegretReport:
     mean_regret_by_age: np.ndarray = field(repr=False)
     optimal_rate_by_age: np.ndarray = field(repr=False)
     blunders_by_age: np.ndarray = field(repr=False)
+    #: int64 per age: the contested moves (see ``optimal_move_rate``; ``optimal_rate_by_age`` is NaN without any)
+    contested_by_age: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0, np.int64))
+    contested_moves: int = 0
     #: float64 (episodes,): each game's outcome (score, or 1/0 for a goal tile) and its summed regret
     episode_scores: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
     episode_regrets: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
@@ -112,21 +118,24 @@ class RegretReport:
 
 
 class _AgeStats:
-    """Per-age sums of one agent's moves: visits, regret, optimal moves, blunders (indexed by age // 2)."""
+    """Per-age sums of one agent's moves: visits, regret, contested moves (boards where some legal move is not
+    optimal), optimal moves among those, blunders (indexed by age // 2)."""
 
     def __init__(self, rows: int, cols: int, threshold: float):
         max_age_slot = 2 + (1 << (rows * cols + 2)) // 2  # bounded by the largest possible age
         self.visits = np.zeros(min(max_age_slot, 1 << 20), np.int64)
         self.regret = np.zeros_like(self.visits, dtype=np.float64)
         self.optimal = np.zeros_like(self.visits)
+        self.contested = np.zeros_like(self.visits)
         self.blunders = np.zeros_like(self.visits)
         self.threshold = threshold
 
-    def add(self, age: int, regret: float, is_optimal: bool) -> None:
+    def add(self, age: int, regret: float, is_optimal: bool, contested: bool) -> None:
         slot = age // 2
         self.visits[slot] += 1
         self.regret[slot] += regret
-        self.optimal[slot] += is_optimal
+        self.contested[slot] += contested
+        self.optimal[slot] += is_optimal and contested
         self.blunders[slot] += regret > self.threshold
 
 
@@ -175,7 +184,9 @@ def play_game(
             lost = 0.0 if np.isnan(q[action]) else q[action]  # an illegal move ends the game
             r = 0.0 if is_optimal else float(np.nanmax(q) - lost)  # ties within rounding are not regret
             if stats is not None:
-                stats.add(info["age"], r, is_optimal)
+                legal = ~np.isnan(q)
+                contested = bool((legal & ~best_moves).any()) or not legal[action]  # a choice that matters
+                stats.add(info["age"], r, is_optimal, contested)
             total += r
         if actions is not None:
             actions.append(action)
@@ -221,6 +232,12 @@ def play_regret(
             kept.append(np.array(moves, np.int8))
     used = np.flatnonzero(stats.visits)
     visits = stats.visits[used]
+    contested = stats.contested[used]
+    optimal_by_age = np.full(used.size, np.nan)
+    np.divide(stats.optimal[used], contested, out=optimal_by_age, where=contested > 0)
+    contested = stats.contested[used]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        optimal_by_age = np.where(contested > 0, stats.optimal[used] / np.maximum(contested, 1), np.nan)
     mean_score, score_ci = mean_ci(scores)
     mean_regret, regret_ci = mean_ci(regrets)
     return RegretReport(
@@ -233,13 +250,15 @@ def play_regret(
         start_value=oracle.start_value,
         mean_regret=mean_regret,
         regret_ci=regret_ci,
-        optimal_move_rate=float(stats.optimal.sum() / max(1, stats.visits.sum())),
+        optimal_move_rate=float(stats.optimal.sum() / stats.contested.sum()) if stats.contested.any() else math.nan,
         moves=int(stats.visits.sum()),
+        contested_moves=int(stats.contested.sum()),
         blunder_threshold=threshold,
         ages=2 * used,
         visits=visits,
         mean_regret_by_age=stats.regret[used] / visits,
-        optimal_rate_by_age=stats.optimal[used] / visits,
+        optimal_rate_by_age=optimal_by_age,
+        contested_by_age=contested,
         blunders_by_age=stats.blunders[used],
         episode_scores=scores,
         episode_regrets=regrets,

@@ -516,3 +516,25 @@ def test_the_sb3_adapter_s_old_path_still_works_with_a_warning():
 
     with pytest.warns(DeprecationWarning, match="oracle.sb3_policy.SB3Policy moved to oracle.agent.SB3Policy"):
         assert oracle.sb3_policy.SB3Policy is oracle.agent.SB3Policy
+
+
+def test_the_optimal_move_rate_counts_the_moves_that_matter(oracle_2x3):
+    """The rate is the share of optimal moves among contested ones (some legal move is not optimal), recomputed
+    here from the same games' per-move records; random play's raw share of optimal moves is higher."""
+    from agents import RandomAgent
+    from oracle import record_episodes
+
+    seeds = range(40)
+    report = oracle_2x3.regret(RandomAgent(seed=2), episodes=40, seed=0, progress=False)
+    episodes = record_episodes(RandomAgent(seed=2), seeds, oracle=oracle_2x3)
+    contested = optimal = moves = raw = 0
+    for ep in episodes:
+        for legal, best, action in zip(ep.legal, ep.optimal, ep.actions, strict=True):
+            moves += 1
+            raw += best[action]
+            if (legal & ~best).any():
+                contested += 1
+                optimal += best[action]
+    assert report.moves == moves and report.contested_moves == contested == report.contested_by_age.sum()
+    assert 0 < contested < moves and report.optimal_move_rate == pytest.approx(optimal / contested)
+    assert report.optimal_move_rate < raw / moves  # the moves that cannot go wrong no longer count
