@@ -147,3 +147,19 @@ def test_compare_keeps_tracks_apart_and_scores_each_family(tmp_path):
     pooled = compare([a, b, ref], tmp_path / "pooled", reps=200, pool_tracks=True)
     assert set(pooled["groups"]) == {"pooled"} and pooled["pooled_tracks"]
     assert "ppo > td" in pooled["groups"]["pooled"]["probability_of_improvement"]
+
+
+def test_a_budget_scale_trains_for_a_multiple_of_the_budget_and_never_enters_the_registry(tmp_path):
+    from experiments.suite import registry
+    from experiments.suite.trainers import td
+
+    out = tmp_path / "scaled"
+    result = run_suite(out, 1, trainer=td, tasks="2x4", progress=False, budget_scale=0.002)
+    cell = result["runs"]["2x4"][0]
+    assert result["budget_scale"] == 0.002 and cell["budget_steps"] == cell["counted_steps"] == 2000
+    with pytest.raises(ValueError, match="trained at 0.002x the budgets"):
+        registry.add(out, "td-scaled", registry=tmp_path / "registry")
+    with pytest.raises(SuiteRunError, match="holds runs at 0.002x the budgets, not 1.0x"):
+        run_suite(out, 1, trainer=td, tasks="2x4", progress=False)
+    with pytest.raises(ValueError, match="--budget-scale is a positive factor for a trainer's budget"):
+        run_suite(tmp_path / "agent", 1, agent="greedy", tasks="2x4", progress=False, budget_scale=2)

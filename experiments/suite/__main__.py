@@ -45,6 +45,7 @@ def cmd_run(args) -> int:
         curve=args.curve,
         only_seeds=[int(x) for x in args.only_seeds.split(",")] if args.only_seeds else None,
         track=args.track,
+        budget_scale=args.budget_scale,
     )
     if result is None:
         print(f"the asked runs are in {args.out}/runs; suite.json is written once every task and seed is there")
@@ -152,6 +153,12 @@ def main(argv=None) -> int:
         "--track",
         default=None,
         help="with --agent: the track its training followed (env-only, known-rules; default: reference, no training)",
+    )
+    p.add_argument(
+        "--budget-scale",
+        type=float,
+        default=1.0,
+        help="with --trainer: train for this multiple of each task's budget (curves beyond it; never registered)",
     )
     p.add_argument("--seeds", type=int, default=5, help="runs per task: seeds 0..N-1 (default 5)")
     p.add_argument("--tasks", default=None, help="comma-separated task names (default: all)")

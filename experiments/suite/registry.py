@@ -44,6 +44,8 @@ def add(results_dir, name: str, registry: Path = REGISTRY) -> Path:
     if not source.exists():
         raise FileNotFoundError(f"{results_dir}: no suite.json (the run has not finished)")
     data = json.loads(source.read_text())
+    if data.get("budget_scale", 1.0) != 1.0:
+        raise ValueError(f"{source}: trained at {data['budget_scale']}x the budgets; the registry holds the suite's")
     if data.get("suite_version") != SUITE_VERSION or data.get("tasks") != [t.name for t in SUITE_V1]:
         raise ValueError(
             f"{source}: a reference run covers every task of suite v{SUITE_VERSION}, got "

@@ -16,6 +16,7 @@ import inspect
 import json
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -73,6 +74,11 @@ def _check_directory(out: Path, what: dict) -> None:
             f"{out} holds runs on the {theirs['track']} track, not {what['track']}: give another --out "
             "(results of different tracks are never mixed)"
         )
+    if theirs.get("budget_scale", 1.0) != what.get("budget_scale", 1.0):
+        raise SuiteRunError(
+            f"{out} holds runs at {theirs.get('budget_scale', 1.0)}x the budgets, not "
+            f"{what.get('budget_scale', 1.0)}x: give another --out"
+        )
     if theirs.get("curve", 0) != what.get("curve", 0):
         raise SuiteRunError(
             f"{out} holds runs with --curve {theirs.get('curve', 0)}, not {what.get('curve', 0)}: give another --out"
@@ -95,6 +101,7 @@ def run_suite(
     curve: int = 0,
     only_seeds=None,
     track: str | None = None,
+    budget_scale: float = 1.0,
 ) -> dict | None:
     """Score ``agent`` (a spec string, SB3 model, torch module, agent object or callable), or the policies that
     ``trainer`` (``"module:function"`` or a callable ``train(run, budget_steps, seed) -> policy``, its track
@@ -104,7 +111,9 @@ def run_suite(
     points, the last its final score) and its training regret.  ``only_seeds`` (a subset of the seeds) runs just
     those, so that several processes can share one run's cells; ``suite.json`` is written, and returned, once
     every (task, seed) is there (None before).  A cell another process finished meanwhile is not run again.
-    ``track``: for an agent, the track its training followed (default :data:`REFERENCE_TRACK`, no training)."""
+    ``track``: for an agent, the track its training followed (default :data:`REFERENCE_TRACK`, no training).
+    ``budget_scale``: train for that multiple of each task's budget, to study learning curves beyond it; such
+    results are marked (``budget_scale`` in run.json and suite.json) and never enter the registry."""
     if (agent is None) == (trainer is None):
         raise ValueError("give an agent or a trainer, not both and not neither")
     if not isinstance(seeds, int) or seeds < 1:
@@ -123,10 +132,14 @@ def run_suite(
     what = {"suite_version": SUITE_VERSION, "agent": _label(agent), "trainer": _label(trainer), "track": track}
     if curve:
         what["curve"] = curve
+    if budget_scale != 1.0:
+        if train is None or not budget_scale > 0:
+            raise ValueError(f"--budget-scale is a positive factor for a trainer's budget, got {budget_scale!r}")
+        what["budget_scale"] = float(budget_scale)
     only = set(range(seeds)) if only_seeds is None else set(only_seeds)
     if not only <= set(range(seeds)) or not only:
         raise ValueError(f"--only-seeds must name some of the seeds 0..{seeds - 1}, got {sorted(only)}")
-    chosen = tasks_named(tasks)
+    chosen = [replace(t, budget_steps=round(t.budget_steps * budget_scale)) for t in tasks_named(tasks)]
     origin = provenance(command, chosen)  # the code as the run starts
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
