@@ -157,53 +157,33 @@ def _state_value(
                     if ((after >> np.uint64(4 * c)) & np.uint64(15)) == 0:
                         empty += 1
                         shift = np.uint64(4 * c)
-                        v2 = _state_value(
-                            after | (np.uint64(1) << shift),
-                            depth - 1,
-                            rows,
-                            cols,
-                            moves,
-                            p4,
-                            kind,
-                            hw,
-                            weights,
-                            offsets,
-                            rows_cells,
-                            rows_tuple,
-                            layout,
-                            rules,
-                            stuck,
-                            ckeys,
-                            cdepth,
-                            cvals,
-                            cstamp,
-                            gen,
-                            q_out[:0],
-                        )
-                        v4 = _state_value(
-                            after | (np.uint64(2) << shift),
-                            depth - 1,
-                            rows,
-                            cols,
-                            moves,
-                            p4,
-                            kind,
-                            hw,
-                            weights,
-                            offsets,
-                            rows_cells,
-                            rows_tuple,
-                            layout,
-                            rules,
-                            stuck,
-                            ckeys,
-                            cdepth,
-                            cvals,
-                            cstamp,
-                            gen,
-                            q_out[:0],
-                        )
-                        expected += (1.0 - p4) * v2 + p4 * v4
+                        spawned = 0.0  # (1 - p4) V(a 2 here) + p4 V(a 4 here), summed in this order
+                        for tile in range(1, 3):
+                            v = _state_value(
+                                after | (np.uint64(tile) << shift),
+                                depth - 1,
+                                rows,
+                                cols,
+                                moves,
+                                p4,
+                                kind,
+                                hw,
+                                weights,
+                                offsets,
+                                rows_cells,
+                                rows_tuple,
+                                layout,
+                                rules,
+                                stuck,
+                                ckeys,
+                                cdepth,
+                                cvals,
+                                cstamp,
+                                gen,
+                                q_out[:0],
+                            )
+                            spawned = (1.0 - p4) * v if tile == 1 else spawned + p4 * v
+                        expected += spawned
                 expected /= empty  # an afterstate always has an empty cell
                 k = slot
                 for probe in range(4):  # first stale slot, else overwrite the home slot
