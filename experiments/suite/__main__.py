@@ -120,12 +120,21 @@ def cmd_curves(args) -> int:
 
 
 def cmd_candidates(args) -> int:
-    from .candidates import AGENTS, measure
+    import json
+    from pathlib import Path
 
-    names = args.only.split(",") if args.only else None
+    from .candidates import AGENTS, markdown, measure
+
     agents = tuple(args.agents.split(",")) if args.agents else AGENTS
+    if args.report:
+        log = Path(args.out) / "candidates.jsonl"
+        if not log.exists():
+            raise FileNotFoundError(f"{log}: nothing measured yet")
+        print(markdown([json.loads(line) for line in log.read_text().splitlines()], agents), end="")
+        return 0
+    names = args.only.split(",") if args.only else None
     rows = measure(args.out, names, agents, progress=not args.quiet)
-    print(f"{len(rows)} measurements in {args.out}/candidates.jsonl")
+    print(markdown(rows, agents), end="")
     return 0
 
 
@@ -214,6 +223,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", required=True, help="directory for candidates.jsonl (resumed)")
     p.add_argument("--only", default=None, help="comma-separated candidate names (default: all)")
     p.add_argument("--agents", default=None, help="comma-separated agents (default: random,greedy,expectimax:2,td)")
+    p.add_argument("--report", action="store_true", help="only print the table of what OUT holds")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_candidates)
     p = sub.add_parser("bc", help="behaviour cloning on datasets, each clone scored exactly")

@@ -138,3 +138,31 @@ def measure(out, names=None, agents=AGENTS, progress: bool = True) -> list[dict]
                 if (task.name, f"agent:{agent}") not in seen:
                     record({"task": task.name, "step": f"agent:{agent}", **score_agent(task, oracle, agent)})
     return done
+
+
+def markdown(rows: list[dict], agents=AGENTS) -> str:
+    """The measurements as a Markdown table: per candidate its table (build time, peak memory, size, V*) and each
+    agent's normalized score (``†`` Monte Carlo), in the order measured; a dash where not measured yet."""
+    by_task: dict[str, dict] = {}
+    for r in rows:
+        by_task.setdefault(r["task"], {})[r["step"]] = r
+    head = "| task | build | peak | size | V* | " + " | ".join(agents) + " |"
+    lines = [head, "|---|---:|---:|---:|---:|" + "---:|" * len(agents)]
+    for task, steps in by_task.items():
+        build, table = steps.get("build"), steps.get("table")
+        cells = [
+            f"{build['seconds']:.0f} s" if build else "–",
+            f"{build['peak_bytes'] / 1e9:.1f} GB" if build else "–",
+            f"{build['bytes'] / 1e9:.2f} GB" if build else "–",
+            f"{table['optimal_value']:.4g}" if table else "–",
+        ]
+        for agent in agents:
+            r = steps.get(f"agent:{agent}")
+            if r is None:
+                cells.append("–")
+                continue
+            x = r["normalized"]
+            text = f"{x:.3f}" if x >= 1e-3 or x == 0 else f"{x:.1e}"
+            cells.append(text + ("" if r["method"] == "exact" else "†"))
+        lines.append(f"| `{task}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
