@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from oracle.agent import batch_decider, single_decider
+from oracle.agent import BatchPolicy, batch_decider, single_decider
 
 __all__ = ["Agent", "batch_decider", "single_decider"]
 
 
-class Agent:
-    """Base class: subclasses implement ``act_batch``; ``act`` calls it on one board."""
+class Agent(BatchPolicy):
+    """Base class: subclasses implement ``act_batch``; ``act`` (:class:`oracle.agent.BatchPolicy`) calls it on
+    one board."""
 
     name = "agent"
     #: True if the move depends on the board alone (given the seed); a subclass that samples gives
@@ -28,6 +29,3 @@ class Agent:
 
     def act_batch(self, boards: np.ndarray, masks: np.ndarray) -> np.ndarray:
         raise NotImplementedError
-
-    def act(self, observation: np.ndarray, info: dict) -> int:
-        return int(self.act_batch(np.asarray(observation)[None], np.asarray(info["action_mask"])[None])[0])

@@ -127,11 +127,7 @@ def single_decider(agent) -> Callable[[np.ndarray, dict], int]:
     policy = as_policy(agent)
     if isinstance(policy, SingleDecisionPolicy):
         return policy.decide
-
-    def act(observation, info):
-        return int(policy.act_batch(np.asarray(observation)[None], np.asarray(info["action_mask"])[None])[0])
-
-    return act
+    return lambda observation, info: BatchPolicy.act(policy, observation, info)
 
 
 def batch_decider(agent) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
@@ -139,6 +135,13 @@ def batch_decider(agent) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     accepts."""
     policy = as_policy(agent)
     return lambda boards, masks: np.asarray(policy.act_batch(boards, masks), np.int64)
+
+
+class BatchPolicy:
+    """Base of the policies that decide in batches: ``act`` asks ``act_batch`` about one board."""
+
+    def act(self, observation, info) -> int:
+        return int(self.act_batch(np.asarray(observation)[None], np.asarray(info["action_mask"])[None])[0])
 
 
 class SingleDecisionPolicy:
@@ -167,7 +170,7 @@ class SingleDecisionPolicy:
         return int(self.decide(observation, info))
 
 
-class SB3Policy:
+class SB3Policy(BatchPolicy):
     """A trained SB3 model, played as it was trained: ``model.predict(obs, deterministic=True)``, with the legal
     moves as ``action_masks`` for a maskable model (a model without masks may pick an illegal move, which ends
     the game).  ``model``'s observation space is ``Box(0, 1, (rows*cols + 2, rows, cols), uint8)`` (one-hot) or
@@ -227,11 +230,8 @@ class SB3Policy:
             out[lo : lo + CHUNK] = np.asarray(actions).reshape(-1)
         return out
 
-    def act(self, observation, info) -> int:
-        return int(self.act_batch(np.asarray(observation)[None], np.asarray(info["action_mask"])[None])[0])
 
-
-class TorchModulePolicy:
+class TorchModulePolicy(BatchPolicy):
     """A ``torch.nn.Module`` that maps ``float32 (n, rows, cols)`` exponent boards to action logits ``(n, 4)``,
     played greedily among the legal moves."""
 
@@ -253,6 +253,3 @@ class TorchModulePolicy:
                 f"{len(boards)} boards"
             )
         return np.where(masks, logits, -np.inf).argmax(axis=1)
-
-    def act(self, observation, info) -> int:
-        return int(self.act_batch(np.asarray(observation)[None], np.asarray(info["action_mask"])[None])[0])

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .budget import REFERENCE_TRACK
+
 #: The aggregate metrics, in the order of their columns.
 METRICS = ("IQM", "mean", "median", "optimality gap")
 
@@ -80,8 +82,6 @@ def load_matrix(path) -> tuple[str, dict]:
 
 #: The families of tasks, by what a task scores (docs/suite.md): aggregates are reported per family and overall.
 FAMILIES = {"score": "score games", "success": "goal games and endgames"}
-#: Fixed agents (no training in the suite): shown beside every track.
-REFERENCE_TRACK = "reference"
 
 
 def task_families(data: dict) -> dict[str, str]:

@@ -17,6 +17,8 @@ TRACKS = {
     "known-rules": "the learner may simulate the game (it knows the rules) through the suite's counted simulator; "
     "the budget counts every simulated move",
 }
+#: The track of a fixed agent (no training in the suite: random, greedy, expectimax, optimal, a given model).
+REFERENCE_TRACK = "reference"
 
 
 class BudgetExceeded(RuntimeError):

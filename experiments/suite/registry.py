@@ -21,7 +21,6 @@ from .aggregate import (
     FAMILIES,
     METRICS,
     aggregates_by_family,
-    grouped_aggregates,
     plot_aggregates,
     plot_profiles,
     task_families,
@@ -69,11 +68,19 @@ def _iqm(row: dict) -> str:
     return f"{row['IQM']['point']:.3f} [{row['IQM']['ci'][0]:.3f}, {row['IQM']['ci'][1]:.3f}]"
 
 
-def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True) -> str:
+def registry_aggregates(entries: dict[str, dict], reps: int = 2000) -> dict:
+    """Each entry's aggregates per family of tasks and overall (:func:`aggregates_by_family`): an agent's
+    aggregates are its own runs' (no statistic here crosses two agents), so one table shows every track."""
+    matrices = {n: np.asarray(d["normalized"], float) for n, d in entries.items()}
+    families = task_families(next(iter(entries.values())))
+    return aggregates_by_family(matrices, families, [t.name for t in SUITE_V1], reps)
+
+
+def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggregates: dict | None = None) -> str:
     """The generated Markdown: per task mean normalized score over runs (method marked) with each entry's track,
     then each agent's aggregates (over its own runs, so agents of different tracks are never pooled): with
     ``full`` every metric per family of tasks and overall, else (the README's headline) the IQM per family and
-    overall in one table."""
+    overall in one table.  ``aggregates``: :func:`registry_aggregates` of ``entries``, if already computed."""
     names = [t.name for t in SUITE_V1]
     tracks = {name: track_of_result(data) for name, data in entries.items()}
     lines = [
@@ -88,10 +95,9 @@ def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True) -> str
             cells.append(f"{_fmt(matrix[:, j].mean())}{mark}")
         runs = f"{name} | {tracks[name]} | {matrix.shape[0]} | {_duration(run_seconds(data))}"
         lines.append(f"| {runs} | " + " | ".join(cells) + " |")
-    # an agent's aggregates are its own runs' (no statistic here crosses two agents): one table shows every track
-    matrices = {n: np.asarray(d["normalized"], float) for n, d in entries.items()}
     families = task_families(next(iter(entries.values())))
-    aggregates = aggregates_by_family(matrices, families, names, reps)
+    if aggregates is None:
+        aggregates = registry_aggregates(entries, reps)
     if not full:
         parts = [p for p in FAMILIES if p in aggregates] + ["overall"]
         titles = [FAMILIES.get(p, "all tasks") for p in parts]
@@ -153,7 +159,8 @@ def render(check: bool = False, registry: Path = REGISTRY, files=(README, PAGE),
     """Regenerate the marked blocks of ``files`` (and the plots, unless ``check``) from the registry.  Returns the
     files whose block was out of date (with ``check`` nothing is written)."""
     entries = load(registry)
-    blocks = {True: tables(entries, reps, full=True), False: tables(entries, reps, full=False)}
+    aggregates = registry_aggregates(entries, reps)  # one bootstrap for both blocks and the plot
+    blocks = {full: tables(entries, reps, full, aggregates) for full in (True, False)}
     stale = []
     for path in files:
         text = path.read_text()
@@ -164,9 +171,6 @@ def render(check: bool = False, registry: Path = REGISTRY, files=(README, PAGE),
                 path.write_text(new)
     if not check:
         matrices = {n: np.asarray(d["normalized"], float) for n, d in entries.items()}
-        tracks = {n: track_of_result(d) for n, d in entries.items()}
-        families = task_families(next(iter(entries.values())))
-        groups = grouped_aggregates(matrices, tracks, families, [t.name for t in SUITE_V1], reps)
-        plot_aggregates({"groups": groups}, PLOTS["aggregates"])
+        plot_aggregates({"groups": {"all": {"aggregates": aggregates}}}, PLOTS["aggregates"])
         plot_profiles(matrices, PLOTS["profiles"], reps)
     return stale

@@ -24,16 +24,13 @@ import numpy as np
 from agents.registry import make_policy
 from oracle import Oracle
 
-from .budget import TRACKS, StepBudget
+from .budget import REFERENCE_TRACK, TRACKS, StepBudget
 from .monitor import TrainingMonitor
 from .policies import load_trainer
 from .provenance import provenance
 from .scoring import score_policy
 from .tasks import SUITE_VERSION, Task, checked_table, tasks_named
 from .training import TrainingRun, track_of
-
-#: The track of a fixed agent (no training in the suite): random, greedy, expectimax, optimal, a given model.
-REFERENCE_TRACK = "reference"
 
 #: Keys of suite.json and of the run files that vary from run to run of the same command (timings, dates).
 TIMING_KEYS = ("seconds", "train_seconds", "created", "provenance")
