@@ -101,11 +101,16 @@ for _id, _kwargs in REGISTERED_IDS.items():
         )
 
 #: The tasks of the Solved2048 suite (experiments.suite, docs/suite.md) that no id above names: goal games and 4x4
-#: endgames, each with its table built on first use.  id -> the task's name.
+#: endgames, each with its table built on first use.  id -> (the task's name, its suite version).  The v2 ids give
+#: the plain game (the oracle's labels only with ``oracle=True``), and an illegal move ends it; v1's carry the
+#: oracle by default and truncate at a time limit.
 SUITE_IDS = {
-    "Solved2048-3x3-512-v1": "3x3-512",
-    "Solved2048-4x3-128-v1": "4x3-128",
-    **{f"Endgame2048-{name}-256-v1": f"{name}-256" for name in ("L3", "442", "t")},
+    "Solved2048-3x3-512-v1": ("3x3-512", 1),
+    "Solved2048-4x3-128-v1": ("4x3-128", 1),
+    **{f"Endgame2048-{name}-256-v1": (f"{name}-256", 1) for name in ("L3", "442", "t")},
+    "Solved2048-3x3-512-v2": ("3x3-512", 2),
+    "Solved2048-4x3-256-v2": ("4x3-256", 2),
+    **{f"Endgame2048-{task}-v2": (task, 2) for task in ("L3-256", "442-256", "t-512")},
 }
 
 
@@ -115,19 +120,20 @@ def _endgame_time_limit(pattern: str, target: int) -> int:
     return len(load_pattern(pattern, target).free_cells) * target
 
 
-#: Their time limits: the bound on a game's legal moves (board tasks), or the endgame's.
+#: The v1 ids' time limits: the bound on a game's legal moves (board tasks), or the endgame's.  The v2 ids need
+#: none: an illegal move ends the game, and legal moves are finitely many (each adds a tile to a bounded sum).
 SUITE_TIME_LIMITS = {
     "3x3-512": longest_game(3, 3),
     "4x3-128": longest_game(4, 3, largest_tile_exponent=7),
     **{f"{name}-256": _endgame_time_limit(name, 256) for name in ("L3", "442", "t")},
 }
-for _id, _task in SUITE_IDS.items():
+for _id, (_task, _version) in SUITE_IDS.items():
     if _id not in registry:
         register(
             id=_id,
             entry_point="experiments.suite.envs:make_task_env",
-            kwargs={"task": _task},
-            max_episode_steps=SUITE_TIME_LIMITS[_task],
+            kwargs={"task": _task, "version": _version},
+            max_episode_steps=SUITE_TIME_LIMITS[_task] if _version == 1 else None,
         )
 
 warnings.filterwarnings("ignore", message=r".*Using the latest versioned environment `(Solved|Endgame)2048-")

@@ -1,7 +1,8 @@
-"""Suite v1 (experiments.suite, docs/suite.md): the frozen tasks' pins, versioned env ids, a whole run on the
-smallest task (files, provenance, resume, determinism), the aggregates against hand computations, and the bad
-inputs.  Only the small tables are built here (2x4 in ~4 s, 3x3-512 in ~8 s; the 3x3 score table is the
-session's); the others are checked by `python -m experiments.suite tables --verify`."""
+"""The suite (experiments.suite, docs/suite.md): v2's rules on its task set, the frozen tasks' pins, versioned env
+ids, a whole run on a small task (files, provenance, resume, determinism), v1 results kept apart, the aggregates
+against hand computations, and the bad inputs.  Only the small tables are built here (2x3 and 2x4 in seconds,
+3x3-512 in ~8 s; the 3x3 score table is the session's); the others are checked by `python -m experiments.suite
+tables --verify`."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 
 import env2048  # noqa: F401
-from experiments.suite import SUITE_V1, TaskError, get_task
+from experiments.suite import SUITE_V1, SUITE_V2, TaskError, get_task
 from experiments.suite.__main__ import main as suite_main
 from experiments.suite.runner import TIMING_KEYS, SuiteRunError, run_suite
 from experiments.suite.scoring import wilson_interval
@@ -23,19 +24,46 @@ from experiments.suite.tasks import ensure_table, matches_pinned_value, table_di
 from oracle import Oracle
 
 
-def test_the_task_set_is_frozen_with_versioned_ids_budgets_and_pins():
-    assert len(SUITE_V1) >= 7 and len({t.name for t in SUITE_V1}) == len(SUITE_V1)
-    for t in SUITE_V1:
-        assert t.env_id.endswith("-v1") and t.env_id in gym.registry, t.env_id
+@pytest.mark.parametrize("version, tasks", [(1, SUITE_V1), (2, SUITE_V2)])
+def test_each_task_set_is_frozen_with_versioned_ids_budgets_and_pins(version, tasks):
+    assert len(tasks) >= 7 and len({t.name for t in tasks}) == len(tasks)
+    for t in tasks:
+        assert t.version == version and t.env_id.endswith(f"-v{version}") and t.env_id in gym.registry, t.env_id
         assert t.budget_steps > 0 and 0 < t.optimal_value and len(t.table_digest) == 64
-    assert {t.kind for t in SUITE_V1} == {"score", "success"}
-    assert any(t.pattern for t in SUITE_V1) and any(t.board == "4x3" for t in SUITE_V1)
+        assert get_task(t.name, version) is t
+    assert {t.kind for t in tasks} == {"score", "success"}
+
+
+def test_the_v2_task_set_keeps_its_rules():
+    """docs/suite.md's rules for the v2 set: two families of at least three tasks each, endgames of different
+    patterns and not one target throughout, and the saturated 4x3-128 gone."""
+    families = {kind: [t for t in SUITE_V2 if t.kind == kind] for kind in ("score", "success")}
+    assert all(len(members) >= 3 for members in families.values())
+    endgames = [t for t in SUITE_V2 if t.pattern is not None]
+    assert len({t.pattern for t in endgames}) == len(endgames) >= 3
+    assert len({t.target for t in endgames}) >= 2
+    assert "4x3-128" not in {t.name for t in SUITE_V2}
+
+
+def test_the_learner_s_env_of_every_v2_task_holds_no_oracle():
+    """As made by its id and as a trainer gets it: no Q-values, optimal moves or regret in ``info``."""
+    from experiments.suite.budget import StepBudget
+    from experiments.suite.training import TrainingRun
+
+    oracle_keys = {"q_values", "optimal_actions", "regret"}
+    for t in SUITE_V2:
+        for env in (gym.make(t.env_id), TrainingRun(t, StepBudget(10, "env-only")).make_env()):
+            _, info = env.reset(seed=0)
+            assert not oracle_keys & set(info), t.name
+            _, _, _, _, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+            assert not oracle_keys & set(info), t.name
+            assert env.unwrapped.invalid_action == "terminate"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["2x4", "3x3", "3x3-512"])
+@pytest.mark.parametrize("name", ["2x3", "2x4", "3x3", "3x3-512"])
 def test_small_tasks_tables_match_their_pins(name):
-    """V* and the digest of the task's table as pinned in SUITE_V1 (the 3x3 score table is the session's cached
+    """V* and the digest of the task's table as pinned in SUITE_V2 (the 3x3 score table is the session's cached
     file: a table's dataset checksums do not depend on its layout)."""
     task = get_task(name)
     path = Oracle.for_board("3x3", progress=False).path if name == "3x3" else ensure_table(task, progress=False)
@@ -55,7 +83,7 @@ def test_versioned_ids_and_the_unversioned_aliases():
     run = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0 and run.stdout.split() == ["Solved2048-2x4-v2"], run.stderr[-2000:]
     assert gym.make("Solved2048-2x3-v1", oracle=False).reset(seed=0)[0].shape == (2, 3)
-    env = gym.make("Solved2048-3x3-512-v1")
+    env = gym.make("Solved2048-3x3-512-v2", oracle=True)
     obs, info = env.reset(seed=3)
     assert info["q_values"].shape == (4,) and np.nanmax(info["q_values"]) <= 1.0
     rewards, done = [], False
@@ -111,7 +139,7 @@ def test_a_run_writes_the_matrix_resumes_and_repeats(tmp_path, capsys):
     assert 0 < cell["normalized"] < 1
     prov = data["provenance"]
     assert (
-        prov["suite_version"] == 1
+        prov["suite_version"] == 2
         and prov["packages"]["numpy"]
         and prov["command"][:3] == ["python", "-m", "experiments.suite"]
     )
@@ -123,6 +151,28 @@ def test_a_run_writes_the_matrix_resumes_and_repeats(tmp_path, capsys):
     assert (out / "runs" / "2x4" / "seed-0.json").read_text() == kept
     again = run_suite(tmp_path / "again", 2, agent="greedy", tasks="2x4", progress=False)
     assert _strip(again) == _strip(json.loads((out / "suite.json").read_text()))
+
+
+def test_a_v1_results_directory_is_refused_by_a_v2_run_and_opens_in_compare_as_v1(tmp_path):
+    """The v1 registry's greedy run as a results directory: a v2 run refuses to add to it (before building or
+    scoring anything), and compare reads it as the v1 result it is, with v1's tasks and families."""
+    from pathlib import Path
+
+    from experiments.suite.aggregate import compare
+
+    v1 = tmp_path / "greedy-v1"
+    v1.mkdir()
+    registry = Path(__file__).resolve().parents[1] / "docs" / "reference" / "suite-v1"
+    (v1 / "suite.json").write_text((registry / "greedy.json").read_text())
+    meta = {"suite_version": 1, "agent": "greedy", "trainer": None, "track": "reference"}
+    (v1 / "run.json").write_text(json.dumps(meta))
+    with pytest.raises(SuiteRunError, match="holds results of suite v1, not v2"):
+        run_suite(v1, 1, agent="greedy", tasks="2x4", progress=False)
+    assert not (v1 / "runs").exists()
+    result = compare([v1], tmp_path / "compare", reps=50)
+    assert result["suite_version"] == 1 and result["tasks"] == [t.name for t in SUITE_V1]
+    assert result["family"]["4x3-128"] == "success"
+    assert (tmp_path / "compare" / "compare.md").read_text().startswith("Suite v1, 7 tasks")
 
 
 def test_bad_input_gets_clear_errors_and_loses_nothing(tmp_path, capsys):
@@ -168,7 +218,7 @@ def test_bad_input_gets_clear_errors_and_loses_nothing(tmp_path, capsys):
     assert (out / "runs" / "2x4" / "seed-0.json").exists() and calls == [0, 1]
     run_json = json.loads((out / "run.json").read_text())
     (out / "run.json").write_text(json.dumps({**run_json, "suite_version": 0}))
-    with pytest.raises(SuiteRunError, match="suite v0, not v1"):
+    with pytest.raises(SuiteRunError, match="suite v0, not v2"):
         run_suite(out, 2, trainer=flaky, tasks="2x4", progress=False)
     (out / "run.json").write_text(json.dumps(run_json))
     with pytest.raises(SuiteRunError, match="holds the runs of 'flaky', not 'greedy'"):
@@ -184,7 +234,7 @@ def test_the_readme_and_the_suite_page_are_generated_from_the_registry(tmp_path)
     assert registry.render(check=True) == []
     partial = tmp_path / "partial"
     run_suite(partial, 1, agent="greedy", tasks="2x4", progress=False)
-    with pytest.raises(ValueError, match="covers every task of suite v1"):
+    with pytest.raises(ValueError, match="covers every task of suite v2"):
         registry.add(partial, "greedy", registry=tmp_path / "registry")
 
 
@@ -210,7 +260,7 @@ def test_the_ppo_trainer_has_a_file_per_task_and_trains_on_the_tasks_game():
     from experiments.suite.envs import make_task_vec_env
     from experiments.suite.trainers import PPO_KEYS, load_hyperparams, maskable_ppo
 
-    for t in SUITE_V1:
+    for t in SUITE_V1 + SUITE_V2:
         assert set(load_hyperparams("maskable_ppo", t.name, PPO_KEYS)) == set(PPO_KEYS)
     with pytest.raises(FileNotFoundError, match="no hyperparameters for maskable_ppo on task 'nope'"):
         load_hyperparams("maskable_ppo", "nope")

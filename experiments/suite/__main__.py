@@ -8,13 +8,13 @@ import sys
 import time
 
 from .runner import SuiteRunError
-from .tasks import SUITE_V1, SUITE_VERSION, ensure_table, matches_pinned_value, table_digest, tasks_named
+from .tasks import SUITE_VERSION, ensure_table, matches_pinned_value, suite_tasks, table_digest, tasks_named
 
 
 def cmd_tables(args) -> int:
     """Build the tasks' tables (those missing), and with --verify check V* and the digests against the pins."""
     bad = 0
-    for task in tasks_named(args.tasks):
+    for task in tasks_named(args.tasks, args.suite_version):
         start = time.perf_counter()
         path = ensure_table(task, progress=not args.quiet)
         line = f"{task.name}: {path} ({time.perf_counter() - start:.1f} s)"
@@ -76,7 +76,7 @@ def cmd_registry(args) -> int:
     stale = registry.render(check=args.check)
     if args.check:
         for path in stale:
-            print(f"{path} is out of date with {registry.REGISTRY}: run python -m experiments.suite registry")
+            print(f"{path} is out of date with docs/reference/: run python -m experiments.suite registry")
         return 1 if stale else 0
     print(f"regenerated {registry.README.name} and {registry.PAGE.name} ({len(stale)} changed) and the plots")
     return 0
@@ -141,9 +141,12 @@ def cmd_candidates(args) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m experiments.suite", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    names = ", ".join(t.name for t in SUITE_V1)
+    names = ", ".join(t.name for t in suite_tasks())
     p = sub.add_parser("tables", help=f"build the tables of suite v{SUITE_VERSION} ({names})")
     p.add_argument("--tasks", default=None, help="comma-separated task names (default: all)")
+    p.add_argument(
+        "--suite-version", type=int, default=SUITE_VERSION, help=f"the suite version's tables (default {SUITE_VERSION})"
+    )
     p.add_argument("--verify", action="store_true", help="check V* and each table's digest against the pins")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_tables)

@@ -1,5 +1,5 @@
-"""The Gymnasium envs of the suite's tasks (``env2048.SUITE_IDS``): the task's game with its oracle, the table
-built on first use."""
+"""The Gymnasium envs of the suite's tasks (``env2048.SUITE_IDS``): the task's game, with its oracle only when
+asked in suite v2 (always by default in v1), the table built on first use."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 from env2048.engine import onehot
 from env2048.env import Game2048Env
 
-from .tasks import ensure_table, get_task
+from .tasks import SUITE_VERSION, Task, ensure_table, get_task
 
 
 class GoalReward(gym.Wrapper):
@@ -22,14 +22,26 @@ class GoalReward(gym.Wrapper):
         return obs, float(made), terminated, truncated, info
 
 
-def make_task_env(task: str, oracle: bool = True, progress: bool = True, **kwargs) -> gym.Env:
-    """The env of suite task ``task`` (a name of ``experiments.suite.tasks.TASKS``).  With ``oracle`` (default),
-    ``info`` carries the exact Q-values and regret in the task's units, from the task's table (built here on
-    first use, with a progress bar unless ``progress=False``).  ``kwargs`` go to the game's env."""
+def _task(task: str | Task, version: int) -> Task:
+    return task if isinstance(task, Task) else get_task(task, version)
+
+
+def make_task_env(
+    task: str | Task, oracle: bool | None = None, progress: bool = True, version: int = SUITE_VERSION, **kwargs
+) -> gym.Env:
+    """The env of suite task ``task`` (a :class:`Task`, or a task's name in suite ``version``).  With ``oracle``
+    (default: False in suite v2, True in v1), ``info`` carries the exact Q-values and regret in the task's units,
+    from the task's table (built here on first use, with a progress bar unless ``progress=False``).  In v2 an
+    illegal move ends the game (``invalid_action="terminate"``) unless ``kwargs`` say otherwise; ``kwargs`` go to
+    the game's env."""
     from oracle import Oracle
     from oracle.wrapper import OracleWrapper, make_endgame_env, make_solved_env
 
-    t = get_task(task)
+    t = _task(task, version)
+    if oracle is None:
+        oracle = t.version == 1
+    if t.version >= 2:
+        kwargs.setdefault("invalid_action", "terminate")
     table = ensure_table(t, progress) if oracle else None
     if t.pattern is not None:
         return make_endgame_env(t.pattern, t.target, oracle_table=table, **kwargs)
@@ -55,27 +67,36 @@ class OneHotBoard(gym.ObservationWrapper):
         return planes.reshape(self.observation_space.shape)
 
 
-def make_task_vec_env(task: str, n_envs: int, seed: int, reward: str):
-    """``n_envs`` games of suite task ``task`` as a Stable-Baselines3 ``VecEnv`` with one-hot observations and
-    action masks, without the oracle (extra ``rl``).  ``reward``: ``"score"`` (the merge reward; score tasks only)
-    or ``"goal"`` (1 for the move that makes the goal, the task's own reward).  Board tasks step in the native
-    vector env; endgames in SB3's ``DummyVecEnv`` of :class:`env2048.endgame.Endgame2048Env`.  Env ``i`` is seeded
-    with ``seed + i``."""
+def make_task_vec_env(task: str | Task, n_envs: int, seed: int, reward: str, version: int = SUITE_VERSION):
+    """``n_envs`` games of suite task ``task`` (a :class:`Task` or a name in suite ``version``) as a
+    Stable-Baselines3 ``VecEnv`` with one-hot observations and action masks, without the oracle (extra ``rl``).
+    In v2 an illegal move ends the game, as in the task's env.  ``reward``: ``"score"`` (the merge reward; score
+    tasks only) or ``"goal"`` (1 for the move that makes the goal, the task's own reward).  Board tasks step in the
+    native vector env; endgames in SB3's ``DummyVecEnv`` of :class:`env2048.endgame.Endgame2048Env`.  Env ``i`` is
+    seeded with ``seed + i``."""
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     from agents.vec_env import Game2048SB3VecEnv
     from env2048.endgame import Endgame2048Env
 
-    t = get_task(task)
+    t = _task(task, version)
+    invalid_action = "terminate" if t.version >= 2 else "noop"
     if reward not in ("score", "goal"):
         raise ValueError(f"reward must be 'score' or 'goal', got {reward!r}")
     if reward == "score" and t.kind != "score":
         raise ValueError(f"task {t.name} is scored on success, not on the game's score: use reward 'goal'")
     if t.pattern is not None:
-        vec = DummyVecEnv([lambda: OneHotBoard(Endgame2048Env(t.pattern, t.target)) for _ in range(n_envs)])
+        vec = DummyVecEnv(
+            [
+                lambda: OneHotBoard(Endgame2048Env(t.pattern, t.target, invalid_action=invalid_action))
+                for _ in range(n_envs)
+            ]
+        )
     else:
         rows, cols = t.shape
         goal = None if t.kind == "score" else 1 << t.spec().target_exponent
-        vec = Game2048SB3VecEnv(n_envs, rows, cols, goal_tile=goal, obs_mode="onehot", reward=reward)
+        vec = Game2048SB3VecEnv(
+            n_envs, rows, cols, goal_tile=goal, obs_mode="onehot", reward=reward, invalid_action=invalid_action
+        )
     vec.seed(seed)
     return vec

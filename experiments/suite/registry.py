@@ -1,8 +1,9 @@
-"""The reference registry of suite results, and the tables generated from it.
+"""The reference registries of suite results, one per suite version, and the tables generated from them.
 
-``docs/reference/suite-v1/NAME.json`` holds one reference run's ``suite.json`` (score matrix, every run's result,
-provenance).  The README's headline and the reference tables of docs/suite.md are generated from these files
-only, between ``<!-- suite-v1:begin -->`` and ``<!-- suite-v1:end -->``, with the aggregate plots:
+``docs/reference/suite-vN/NAME.json`` holds one reference run's ``suite.json`` of suite version N (score matrix,
+every run's result, provenance).  The README's headline and the reference tables of docs/suite.md are generated
+from these files only, between ``<!-- suite-vN:begin -->`` and ``<!-- suite-vN:end -->`` (each version's block
+where a file has one), with the aggregate plots of the newest version that has a registry:
 
     python -m experiments.suite registry --add runs/greedy --name greedy   # a results directory into the registry
     python -m experiments.suite registry                                   # regenerate the tables and plots
@@ -26,30 +27,44 @@ from .aggregate import (
     task_families,
     track_of_result,
 )
-from .tasks import SUITE_V1, SUITE_VERSION
+from .tasks import SUITE_VERSION, SUITES, suite_tasks
 
 ROOT = Path(__file__).resolve().parents[2]
-REGISTRY = ROOT / "docs" / "reference" / f"suite-v{SUITE_VERSION}"
-BEGIN, END = f"<!-- suite-v{SUITE_VERSION}:begin -->", f"<!-- suite-v{SUITE_VERSION}:end -->"
+
+
+def registry_dir(version: int = SUITE_VERSION) -> Path:
+    """``docs/reference/suite-vN``: the registry of suite version N."""
+    return ROOT / "docs" / "reference" / f"suite-v{version}"
+
+
+REGISTRY = registry_dir()
+
+
+def markers(version: int) -> tuple[str, str]:
+    """The lines that enclose a generated block of suite version ``version``."""
+    return f"<!-- suite-v{version}:begin -->", f"<!-- suite-v{version}:end -->"
+
+
 #: The files whose marked block is generated, and the plots.
 README, PAGE = ROOT / "README.md", ROOT / "docs" / "suite.md"
 PLOTS = {"aggregates": ROOT / "docs" / "suite-aggregates.png", "profiles": ROOT / "docs" / "suite-profiles.png"}
 
 
-def add(results_dir, name: str, registry: Path = REGISTRY) -> Path:
-    """Copy a finished results directory's suite.json into the registry as ``NAME.json``; it must cover every
-    task of the suite's version."""
+def add(results_dir, name: str, registry: Path | None = None) -> Path:
+    """Copy a finished results directory's suite.json into the registry of its suite version as ``NAME.json``
+    (``registry``: another directory); it must cover every task of the current suite version."""
     source = Path(results_dir) / "suite.json"
     if not source.exists():
         raise FileNotFoundError(f"{results_dir}: no suite.json (the run has not finished)")
     data = json.loads(source.read_text())
     if data.get("budget_scale", 1.0) != 1.0:
         raise ValueError(f"{source}: trained at {data['budget_scale']}x the budgets; the registry holds the suite's")
-    if data.get("suite_version") != SUITE_VERSION or data.get("tasks") != [t.name for t in SUITE_V1]:
+    if data.get("suite_version") != SUITE_VERSION or data.get("tasks") != [t.name for t in suite_tasks()]:
         raise ValueError(
             f"{source}: a reference run covers every task of suite v{SUITE_VERSION}, got "
             f"v{data.get('suite_version')} {data.get('tasks')}"
         )
+    registry = registry_dir() if registry is None else registry
     registry.mkdir(parents=True, exist_ok=True)
     target = registry / f"{name}.json"
     shutil.copyfile(source, target)
@@ -68,12 +83,17 @@ def _iqm(row: dict) -> str:
     return f"{row['IQM']['point']:.3f} [{row['IQM']['ci'][0]:.3f}, {row['IQM']['ci'][1]:.3f}]"
 
 
+def _task_names(entries: dict[str, dict]) -> list[str]:
+    """The tasks of a registry's entries (all of one suite version, so the same)."""
+    return list(next(iter(entries.values()))["tasks"])
+
+
 def registry_aggregates(entries: dict[str, dict], reps: int = 2000) -> dict:
     """Each entry's aggregates per family of tasks and overall (:func:`aggregates_by_family`): an agent's
     aggregates are its own runs' (no statistic here crosses two agents), so one table shows every track."""
     matrices = {n: np.asarray(d["normalized"], float) for n, d in entries.items()}
     families = task_families(next(iter(entries.values())))
-    return aggregates_by_family(matrices, families, [t.name for t in SUITE_V1], reps)
+    return aggregates_by_family(matrices, families, _task_names(entries), reps)
 
 
 def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggregates: dict | None = None) -> str:
@@ -81,7 +101,8 @@ def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggreg
     then each agent's aggregates (over its own runs, so agents of different tracks are never pooled): with
     ``full`` every metric per family of tasks and overall, else (the README's headline) the IQM per family and
     overall in one table.  ``aggregates``: :func:`registry_aggregates` of ``entries``, if already computed."""
-    names = [t.name for t in SUITE_V1]
+    names = _task_names(entries)
+    version = next(iter(entries.values()))["suite_version"]
     tracks = {name: track_of_result(data) for name, data in entries.items()}
     lines = [
         "| agent | track | runs | time | " + " | ".join(f"`{n}`" for n in names) + " |",
@@ -120,7 +141,7 @@ def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggreg
         "the others exact; time: training and scoring, summed over the runs (tables built beforehand). "
         "Aggregates over runs × tasks with rliable's stratified bootstrap, 95% CIs, per family of tasks and "
         "overall, each over one agent's runs. "
-        f"Generated by `python -m experiments.suite registry` from docs/reference/suite-v{SUITE_VERSION}/ "
+        f"Generated by `python -m experiments.suite registry` from docs/reference/suite-v{version}/ "
         f"(commits {', '.join(commits)}).",
     ]
     return "\n".join(lines)
@@ -147,30 +168,41 @@ def _fmt(x: float) -> str:
     return f"{x:.4f}" if x >= 1e-3 or x == 0 else f"{x:.1e}"
 
 
-def _replace_block(text: str, block: str, path: Path) -> str:
-    if BEGIN not in text or END not in text:
-        raise ValueError(f"{path} has no {BEGIN} ... {END} block to generate")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{BEGIN}\n{block}\n{END}{tail}"
+def _replace_block(text: str, block: str, version: int) -> str:
+    begin, end = markers(version)
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{begin}\n{block}\n{end}{tail}"
 
 
-def render(check: bool = False, registry: Path = REGISTRY, files=(README, PAGE), reps: int = 2000) -> list[Path]:
-    """Regenerate the marked blocks of ``files`` (and the plots, unless ``check``) from the registry.  Returns the
-    files whose block was out of date (with ``check`` nothing is written)."""
-    entries = load(registry)
-    aggregates = registry_aggregates(entries, reps)  # one bootstrap for both blocks and the plot
-    blocks = {full: tables(entries, reps, full, aggregates) for full in (True, False)}
-    stale = []
-    for path in files:
-        text = path.read_text()
-        new = _replace_block(text, blocks[path != README], path)
-        if new != text:
-            stale.append(path)
-            if not check:
-                path.write_text(new)
+def versions_with_registry() -> list[int]:
+    """The suite versions whose registry holds results, oldest first."""
+    return [v for v in SUITES if any(registry_dir(v).glob("*.json"))]
+
+
+def render(check: bool = False, files=(README, PAGE), reps: int = 2000) -> list[Path]:
+    """Regenerate every version's marked blocks in ``files`` from its registry (a file holds the blocks it has
+    markers for; each version's block must be somewhere), and the plots of the newest version with a registry
+    (unless ``check``).  Returns the files whose blocks were out of date (with ``check`` nothing is written)."""
+    texts = {path: path.read_text() for path in files}
+    new = dict(texts)
+    versions = versions_with_registry()
+    for version in versions:
+        entries = load(registry_dir(version))
+        aggregates = registry_aggregates(entries, reps)  # one bootstrap for both blocks and the plot
+        blocks = {full: tables(entries, reps, full, aggregates) for full in (True, False)}
+        begin, end = markers(version)
+        holders = [p for p in files if begin in new[p] and end in new[p]]
+        if not holders:
+            raise ValueError(f"no file of {[str(p) for p in files]} has a {begin} ... {end} block to generate")
+        for path in holders:
+            new[path] = _replace_block(new[path], blocks[path != README], version)
+    stale = [p for p in files if new[p] != texts[p]]
     if not check:
-        matrices = {n: np.asarray(d["normalized"], float) for n, d in entries.items()}
-        plot_aggregates({"groups": {"all": {"aggregates": aggregates}}}, PLOTS["aggregates"])
-        plot_profiles(matrices, PLOTS["profiles"], reps)
+        for path in stale:
+            path.write_text(new[path])
+        if versions:  # entries and aggregates are the newest version's, the loop's last
+            matrices = {n: np.asarray(d["normalized"], float) for n, d in entries.items()}
+            plot_aggregates({"groups": {"all": {"aggregates": aggregates}}}, PLOTS["aggregates"])
+            plot_profiles(matrices, PLOTS["profiles"], reps)
     return stale

@@ -1,20 +1,24 @@
-"""The frozen task set of the Solved2048 suite (docs/suite.md): :data:`SUITE_V1`, each task's table and env.
+"""The frozen task sets of the Solved2048 suite (docs/suite.md): :data:`SUITE_V2` (current) and :data:`SUITE_V1`,
+each task's table and env.
 
-A task is a game this project solves exactly, so that every policy is scored against the true optimum V*:
+A task is a game this project solves exactly, so that every policy is scored against the true optimum V*.  Suite
+v2:
 
 ==============  =========================================  ========================================  ==========
 task            game                                       score (normalized by V*)                  V^pi
 ==============  =========================================  ========================================  ==========
-``2x4``         2x4 board, score                           V^pi / V* (expected score)                exact
+``2x3``         2x3 board, score                           V^pi / V* (expected score)                exact
+``2x4``         2x4 board, score                           V^pi / V*                                 exact
 ``3x3``         3x3 board, score                           V^pi / V*                                 exact (*)
 ``3x3-512``     3x3 board, make a 512 (reward 1 when made) P^pi(512) / P*(512)                       exact (*)
-``4x3-128``     4x3 board, make a 128                      P^pi(128) / P*(128)                       Monte Carlo
+``4x3-256``     4x3 board, make a 256                      P^pi(256) / P*(256)                       Monte Carlo
 ``L3-256``      4x4 endgame L3, make a 256                 P^pi(success) / P*(success)               exact (*)
 ``442-256``     4x4 endgame 442, make a 256                as above                                  exact (*)
-``t-256``       4x4 endgame t, make a 256                  as above                                  exact (*)
+``t-512``       4x4 endgame t, make a 512                  as above                                  exact (*)
 ==============  =========================================  ========================================  ==========
 
-(*) for agents that decide cheaply in batches; others by Monte Carlo (``scoring.evaluates_exactly``).
+(*) for agents that decide cheaply in batches; others by Monte Carlo (``oracle.agent.evaluates_exactly``).
+Suite v1 had ``2x4``, ``3x3``, ``3x3-512``, ``4x3-128``, ``L3-256``, ``442-256`` and ``t-256``.
 
 A change of a task's rules, budget or evaluation makes a new suite version; tables and results of one version are
 never mixed with another's.
@@ -30,7 +34,7 @@ from env2048.pattern import load_pattern
 from solver.format import Table
 from solver.spec import SolveSpec
 
-SUITE_VERSION = 1
+SUITE_VERSION = 2
 
 
 class TaskError(ValueError):
@@ -47,7 +51,7 @@ class Task:
     value is computed exactly by the oracle (otherwise estimated from ``mc_episodes`` games, with a CI);
     ``optimal_value``: V* (expected score, or probability of success) and ``table_digest``: the sha256 of the
     table's dataset checksums, both pinned when the suite was frozen (the tests and ``tables --verify`` check
-    them)."""
+    them); ``version``: the suite version the task belongs to."""
 
     name: str
     env_id: str
@@ -60,6 +64,7 @@ class Task:
     pattern: str | None = None
     target: int | None = None
     mc_episodes: int = 1000
+    version: int = 1
 
     @property
     def kind(self) -> str:
@@ -106,35 +111,68 @@ SUITE_V1: tuple[Task, ...] = (
          "b0eccf94f11d3d9dfc6002692648122f2c5546c763274bf02bfe08934cc79812", pattern="t", target=256),
 )  # fmt: skip
 
-TASKS = {t.name: t for t in SUITE_V1}
+# Suite v2: the task set chosen by measurement (docs/suite.md, "How the v2 tasks were chosen"; the candidates' log
+# is docs/reference/candidates/candidates.jsonl).  V* and digests read off the tables built by `python -m
+# experiments.suite candidates` on 2026-11-28; `tables --verify` checks them on tables built afresh.
+SUITE_V2: tuple[Task, ...] = (
+    Task("2x3", "Solved2048-2x3-v2", 1_000_000, True, 480.25827177595846,
+         "706c8667d474b99c5a2457782e3af420abdd7b20ead3c7ec98ae22b188bb0bb3", board="2x3", version=2),
+    Task("2x4", "Solved2048-2x4-v2", 1_000_000, True, 2641.873035692249,
+         "c83dcc30f81785d2d81933a701234817c31f99defab3f38b37986ab86a7203a1", board="2x4", version=2),
+    Task("3x3", "Solved2048-3x3-v2", 5_000_000, True, 5468.486797410302,
+         "aaa2555b446daf3d13d1f55b0488a7dcfb62b08873e92e07ff3db5a214ad8482", board="3x3", version=2),
+    Task("3x3-512", "Solved2048-3x3-512-v2", 5_000_000, True, 0.7367741770231625,
+         "eaa7cbedceb71ebd8380b012b24a5ec47e2e81023218f8eaa223b3af15f7c078", board="3x3", objective="tile:9",
+         version=2),
+    Task("4x3-256", "Solved2048-4x3-256-v2", 2_000_000, False, 0.9999999999999999,
+         "925d0f155ee938a52d7152b8c12c8f29f7ecb2d736df8748c31ef2104ca21df5", board="4x3", objective="tile:8",
+         version=2),
+    Task("L3-256", "Endgame2048-L3-256-v2", 2_000_000, True, 0.7633492015778262,
+         "d1cc94d62980e2486228f7141fc81b9db2ec2a6f51a3d58d647ed503f18f0e96", pattern="L3", target=256, version=2),
+    Task("442-256", "Endgame2048-442-256-v2", 2_000_000, True, 0.8090281055142652,
+         "926c6772952a1d0080b2c3f00883d330b3092055e53cabcd5ada2a3b0c093108", pattern="442", target=256, version=2),
+    Task("t-512", "Endgame2048-t-512-v2", 2_000_000, True, 0.2777243527120862,
+         "b624f091391e5d0161dda9f33fc3c817376ddcbceb36a34551dbf65225a7e105", pattern="t", target=512, version=2),
+)  # fmt: skip
+
+#: Every suite version's tasks; :data:`SUITE_VERSION` is the current one.
+SUITES: dict[int, tuple[Task, ...]] = {1: SUITE_V1, 2: SUITE_V2}
+TASKS = {t.name: t for t in SUITES[SUITE_VERSION]}
+
+
+def suite_tasks(version: int = SUITE_VERSION) -> tuple[Task, ...]:
+    """The tasks of suite ``version``; a clear :class:`TaskError` for a version that does not exist."""
+    if version not in SUITES:
+        raise TaskError(f"suite version {version} does not exist: the versions are {', '.join(map(str, SUITES))}")
+    return SUITES[version]
 
 
 def get_task(name: str, version: int = SUITE_VERSION) -> Task:
     """The task ``name`` of suite ``version``; a clear :class:`TaskError` for an unknown one."""
-    if version != SUITE_VERSION:
-        raise TaskError(f"suite version {version} does not exist: this is suite v{SUITE_VERSION}")
-    if name not in TASKS:
-        raise TaskError(f"unknown task {name!r}: suite v{SUITE_VERSION} has {', '.join(TASKS)}")
-    return TASKS[name]
+    tasks = {t.name: t for t in suite_tasks(version)}
+    if name not in tasks:
+        raise TaskError(f"unknown task {name!r}: suite v{version} has {', '.join(tasks)}")
+    return tasks[name]
 
 
-def tasks_named(names: str | None) -> list[Task]:
+def tasks_named(names: str | None, version: int = SUITE_VERSION) -> list[Task]:
     """The tasks of a comma-separated list (all of the suite's for None or "all"), in the suite's order."""
+    tasks = suite_tasks(version)
     if names in (None, "", "all"):
-        return list(SUITE_V1)
-    wanted = [get_task(n.strip()) for n in names.split(",") if n.strip()]
-    return [t for t in SUITE_V1 if t in wanted]
+        return list(tasks)
+    wanted = [get_task(n.strip(), version) for n in names.split(",") if n.strip()]
+    return [t for t in tasks if t in wanted]
 
 
-def tables_dir() -> Path:
-    """Where the suite's tables live: ``$SOLVED2048_HOME/suite-v1`` (``~/.cache/solved2048/suite-v1``)."""
+def tables_dir(version: int = SUITE_VERSION) -> Path:
+    """Where a suite version's tables live: ``$SOLVED2048_HOME/suite-vN`` (``~/.cache/solved2048/suite-vN``)."""
     from solver.provision import cache_dir
 
-    return cache_dir() / f"suite-v{SUITE_VERSION}"
+    return cache_dir() / f"suite-v{version}"
 
 
 def table_path(task: Task) -> Path:
-    return tables_dir() / task.name
+    return tables_dir(task.version) / task.name
 
 
 def ensure_table(task: Task, progress: bool = True) -> Path:

@@ -54,14 +54,14 @@ class TrainingRun:
         from .envs import make_task_env
 
         kwargs.setdefault("invalid_action", "terminate")
-        return CountedEnv(make_task_env(self.task.name, oracle=False, **kwargs), self.budget)
+        return CountedEnv(make_task_env(self.task, oracle=False, **kwargs), self.budget)
 
     def make_vec_env(self, n_envs: int, seed: int, reward: str = "goal"):
         """``n_envs`` games of the task as an SB3 ``VecEnv`` (one-hot observations, action masks, no oracle; see
         :func:`experiments.suite.envs.make_task_vec_env`), every step of every env counted."""
         from .envs import make_task_vec_env
 
-        return counted_vec_env(make_task_vec_env(self.task.name, n_envs, seed, reward), self.budget)
+        return counted_vec_env(make_task_vec_env(self.task, n_envs, seed, reward), self.budget)
 
     def simulator(self) -> CountedSimulator:
         """The game's rules, every simulated move counted (``known-rules`` track only)."""
