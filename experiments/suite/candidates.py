@@ -79,6 +79,12 @@ def build_table(task: Task) -> dict:
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.exists():
         raise FileExistsError(f"{out} exists: its build time is not known here; delete it to measure again")
+    work = out.with_name(out.name + ".work")
+    if work.exists():  # two builds in one work directory would corrupt it; a resumed one would time only its end
+        raise FileExistsError(
+            f"{work} exists: a build of {task.name} is under way, or was interrupted (its time would not be the "
+            "whole build's); delete it to measure again"
+        )
     done = subprocess.run(
         [sys.executable, "-c", _MEASURED_BUILD, *build_command(task, out)], capture_output=True, text=True
     )
