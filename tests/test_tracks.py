@@ -9,10 +9,12 @@ import json
 import numpy as np
 import pytest
 
-from experiments.suite import get_task
+from agents.registry import make_policy
+from experiments.suite import SUITE_V2, get_task
 from experiments.suite.budget import BudgetExceeded, StepBudget
 from experiments.suite.runner import SuiteRunError, run_suite, train_on_task
 from experiments.suite.training import TrainingRun
+from oracle import Oracle
 
 import naive
 
@@ -163,3 +165,44 @@ def test_a_budget_scale_trains_for_a_multiple_of_the_budget_and_never_enters_the
         run_suite(out, 1, trainer=td, tasks="2x4", progress=False)
     with pytest.raises(ValueError, match="--budget-scale is a positive factor for a trainer's budget"):
         run_suite(tmp_path / "agent", 1, agent="greedy", tasks="2x4", progress=False, budget_scale=2)
+
+
+@pytest.mark.slow
+def test_candidates_are_measured_once_resume_and_refuse_a_build_under_way(tmp_path, monkeypatch):
+    """The candidates tool on the smallest candidate: its table built in a process of its own (time, peak memory,
+    size), V*, the agents scored as the suite scores them; a second call adds nothing; a work directory left by
+    another build is refused rather than shared."""
+    from experiments.suite import candidates
+    from experiments.suite.scoring import score_policy
+
+    monkeypatch.setenv("SOLVED2048_HOME", str(tmp_path / "home"))
+    rows = candidates.measure(tmp_path / "out", ["2x3"], agents=("greedy",), progress=False)
+    steps = {r["step"]: r for r in rows}
+    assert list(steps) == ["build", "table", "agent:greedy"]
+    assert steps["build"]["seconds"] > 0 and steps["build"]["peak_bytes"] > 0 and steps["build"]["bytes"] > 0
+    task = candidates.candidate("2x3")
+    with Oracle.open(candidates.table_dir(task)) as oracle:
+        assert steps["table"]["optimal_value"] == oracle.start_value
+        expected = score_policy(task, oracle, make_policy("greedy", 2, 3, seed=0, oracle=oracle), 0)
+    assert steps["agent:greedy"]["normalized"] == expected["normalized"]
+    assert candidates.measure(tmp_path / "out", ["2x3"], agents=("greedy",), progress=False) == rows
+    (tmp_path / "home" / "suite-candidates" / "2x4.work").mkdir(parents=True)
+    with pytest.raises(FileExistsError, match="a build of 2x4 is under way, or was interrupted"):
+        candidates.build_table(candidates.candidate("2x4"))
+
+
+@pytest.mark.slow
+def test_the_dqn_trainer_keeps_to_its_budget_without_masks_and_is_scored(tmp_path):
+    """SB3's DQN from the task's file on the counted envs: whole collections within the budget, counted by the
+    suite; its policy is scored exactly (a model without masks, so an illegal move would end its games)."""
+    pytest.importorskip("stable_baselines3")
+    from experiments.suite.trainers import DQN_KEYS, dqn, load_hyperparams
+
+    for t in SUITE_V2:
+        assert set(load_hyperparams("dqn", t.name, DQN_KEYS)) == set(DQN_KEYS)
+    small = dataclasses.replace(get_task("2x4"), budget_steps=1000)
+    model, facts = train_on_task(dqn, small, seed=0)
+    assert facts["track"] == "env-only" and facts["counted_steps"] == model.train_steps == 992  # 31 x 8 envs x 4
+    run_suite(tmp_path / "dqn", 1, agent=model, tasks="2x4", progress=False, track="env-only")
+    cell = json.loads((tmp_path / "dqn" / "runs" / "2x4" / "seed-0.json").read_text())
+    assert cell["method"] == "exact" and 0 < cell["normalized"] < 1

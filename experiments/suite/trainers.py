@@ -14,8 +14,10 @@
   with the task's hyperparameter file ``experiments/suite/hyperparams/maskable_ppo/TASK.toml`` (one per task,
   as RL Baselines3 Zoo keeps them), one-hot observations, action masks, trained on the run's counted envs for
   the whole rollouts that fit in the budget, on the task's own game and reward.
+- ``experiments.suite.trainers:dqn`` (``env-only`` track): SB3's DQN or sb3-contrib's QR-DQN with the task's file
+  ``hyperparams/dqn/TASK.toml``, one-hot observations, no action masks (an illegal move ends the game).
 
-Both are called as ``train(run, budget_steps, seed)`` with a :class:`experiments.suite.training.TrainingRun`; a
+All are called as ``train(run, budget_steps, seed)`` with a :class:`experiments.suite.training.TrainingRun`; a
 bare :class:`~experiments.suite.tasks.Task` gets a run of its own budget.
 """
 
@@ -182,3 +184,84 @@ def maskable_ppo(task, budget_steps: int, seed: int, monitor=None):
 
 
 maskable_ppo.track = "env-only"
+
+
+#: The keys a DQN or QR-DQN file must set.
+DQN_KEYS = (
+    "algorithm",
+    "policy",
+    "net_arch",
+    "n_envs",
+    "learning_rate",
+    "buffer_size",
+    "learning_starts",
+    "batch_size",
+    "gamma",
+    "train_freq",
+    "gradient_steps",
+    "target_update_interval",
+    "exploration_fraction",
+    "exploration_final_eps",
+    "reward",
+    "normalize_reward",
+)
+
+
+def dqn(task, budget_steps: int, seed: int):
+    """A value-based learner, SB3's DQN or sb3-contrib's QR-DQN (the file's ``algorithm``), trained for the whole
+    collections of ``n_envs * train_freq`` steps that fit in ``budget_steps`` on the run's counted envs (one-hot
+    observations, the task's own game).  It has no action masks: an illegal move ends the game with reward 0, the
+    v2 rule, so it learns to avoid them as it learns any other losing move; it is scored by the same rule."""
+    from stable_baselines3 import DQN
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.logger import Logger
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    run = as_run(task, budget_steps, "env-only")
+    hp = load_hyperparams("dqn", task.name, DQN_KEYS)
+    if hp["algorithm"] not in ("DQN", "QRDQN"):
+        raise ValueError(f"dqn/{task.name}.toml: algorithm must be 'DQN' or 'QRDQN', got {hp['algorithm']!r}")
+    if hp["algorithm"] == "QRDQN":
+        from sb3_contrib import QRDQN as algorithm
+    else:
+        algorithm = DQN
+    collection = hp["n_envs"] * hp["train_freq"]
+    steps = budget_steps // collection * collection
+    if steps == 0:
+        raise ValueError(f"{task.name}: a budget of {budget_steps} steps holds no collection of {collection}")
+    vec = run.make_vec_env(hp["n_envs"], seed, hp["reward"])
+    if hp["normalize_reward"]:
+        vec = VecNormalize(vec, norm_obs=False, norm_reward=True, gamma=hp["gamma"])
+    model = algorithm(
+        hp["policy"],
+        vec,
+        learning_rate=hp["learning_rate"],
+        buffer_size=hp["buffer_size"],
+        learning_starts=hp["learning_starts"],
+        batch_size=hp["batch_size"],
+        gamma=hp["gamma"],
+        train_freq=hp["train_freq"],
+        gradient_steps=hp["gradient_steps"],
+        target_update_interval=hp["target_update_interval"],
+        exploration_fraction=hp["exploration_fraction"],
+        exploration_final_eps=hp["exploration_final_eps"],
+        seed=seed,
+        device="cpu",
+        verbose=0,
+        policy_kwargs={"net_arch": list(hp["net_arch"])},
+    )
+    model.set_logger(Logger(folder=None, output_formats=[]))
+
+    class Bar(BaseCallback):
+        def _on_step(self) -> bool:
+            bar.update(self.training_env.num_envs)
+            return True
+
+    with tqdm(total=steps, unit="step", desc=f"{hp['algorithm']} {task.name} seed {seed}", mininterval=10) as bar:
+        model.learn(total_timesteps=steps, callback=Bar())
+    vec.close()
+    model.train_steps = int(model.num_timesteps)
+    return model
+
+
+dqn.track = "env-only"
