@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 TEST_WORKERS ?= 2
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: test test-fast docs demo figures bench datasets lint format clean
+.PHONY: test test-fast docs demo figures bench datasets reference lint format clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -67,6 +67,21 @@ datasets: $(STAMP)
 	done
 	$(PY) -m experiments.suite bc --root $(DATASETS) --out results/bc --datasets \
 	  solved2048/3x3/optimal-v0,solved2048/3x3/td-v0,solved2048/L3-256/optimal-v0,solved2048/L3-256/td-v0
+
+# The reference runs of the suite's registry (docs/suite.md, "Reference results"), from a clean checkout: the
+# tables, the fixed agents (one run each), the learners (TD 5 seeds, MaskablePPO 3) -> $(REF)/NAME; then
+# `python -m experiments.suite registry --add $(REF)/NAME --name NAME` for each, and `registry` to regenerate.
+# Each run resumes where it stopped.  Hours here (docs/suite.md gives the times).
+REF ?= results/reference
+SUITE_RUN := $(PY) -m experiments.suite run --quiet
+reference: $(STAMP)
+	$(PY) -m experiments.suite tables --verify
+	$(SUITE_RUN) --agent random --seeds 1 --out $(REF)/random
+	$(SUITE_RUN) --agent greedy --seeds 1 --out $(REF)/greedy
+	$(SUITE_RUN) --agent expectimax:2 --seeds 1 --out $(REF)/expectimax-2
+	$(SUITE_RUN) --agent optimal --seeds 1 --out $(REF)/optimal
+	$(SUITE_RUN) --trainer experiments.suite.trainers:td --seeds 5 --out $(REF)/td
+	$(SUITE_RUN) --trainer experiments.suite.trainers:maskable_ppo --seeds 3 --out $(REF)/maskable-ppo
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build site *.egg-info
