@@ -206,3 +206,45 @@ def test_the_dqn_trainer_keeps_to_its_budget_without_masks_and_is_scored(tmp_pat
     run_suite(tmp_path / "dqn", 1, agent=model, tasks="2x4", progress=False, track="env-only")
     cell = json.loads((tmp_path / "dqn" / "runs" / "2x4" / "seed-0.json").read_text())
     assert cell["method"] == "exact" and 0 < cell["normalized"] < 1
+    # the shaped variants, declared trainers of their own, on the same counted budget
+    from experiments.suite.trainers import dqn_shaped, maskable_ppo_shaped
+
+    assert train_on_task(dqn_shaped, small, seed=0)[1]["counted_steps"] == 992
+    rollout = dataclasses.replace(small, budget_steps=4096)
+    assert train_on_task(maskable_ppo_shaped, rollout, seed=0)[1]["counted_steps"] == 4096
+
+
+def test_the_merge_potential_and_its_shaped_rewards_against_a_hand_computation():
+    """phi sums (e - 1) * 2**e over the tiles (a goal task: those below the goal, over what the goal tile pays); the
+    shaped reward is r + gamma * phi(s') - phi(s), with phi = 0 where a game ended."""
+    from agents.vec_env import Game2048SB3VecEnv
+    from experiments.suite.shaping import merge_potential, onehot_exponents, shaped_vec_env
+
+    board = np.array([[[1, 2], [3, 0]]], np.uint8)  # 2, 4 / 8, empty
+    assert merge_potential(board)[0] == 1 * 4 + 2 * 8  # the 4 paid 4 points, the 8 paid 4 + 4 + 8
+    big = np.array([[[3, 9], [8, 2]]], np.uint8)  # 8, 512 / 256, 4 with the goal 256: the 256 and 512 do not count
+    assert merge_potential(big, goal_exponent=8)[0] == pytest.approx((2 * 8 + 1 * 4) / (7 * 256))
+    gamma = 0.9
+    plain = Game2048SB3VecEnv(2, 2, 2, obs_mode="onehot", reward="score", invalid_action="terminate")
+    shaped = shaped_vec_env(
+        Game2048SB3VecEnv(2, 2, 2, obs_mode="onehot", reward="score", invalid_action="terminate"), gamma
+    )
+    plain.seed(5)
+    shaped.seed(5)
+    obs, again = plain.reset(), shaped.reset()
+    np.testing.assert_array_equal(obs, again)
+    ended = 0
+    for step in range(60):
+        actions = np.array([step % 4, (step * 3 + 1) % 4])
+        before = [int(((e - 1) * 2**e)[e >= 2].sum()) for e in onehot_exponents(obs).reshape(2, -1).astype(int)]
+        obs, rewards, dones, infos = plain.step(actions)
+        shaped_obs, shaped_rewards, _, shaped_infos = shaped.step(actions)
+        np.testing.assert_array_equal(obs, shaped_obs)
+        for i in range(2):
+            final = infos[i]["terminal_observation"] if dones[i] else obs[i]
+            e = final.argmax(axis=0).reshape(-1).astype(int)
+            after = 0 if dones[i] else int(((e - 1) * 2**e)[e >= 2].sum())
+            assert shaped_rewards[i] == pytest.approx(rewards[i] + gamma * after - before[i], rel=1e-6)
+            assert shaped_infos[i]["unshaped_reward"] == rewards[i]
+        ended += int(dones.sum())
+    assert ended > 0  # the check passed through games' ends

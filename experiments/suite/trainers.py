@@ -122,16 +122,35 @@ def load_hyperparams(algorithm: str, task: str, required: tuple[str, ...] = ()) 
     return params
 
 
-def maskable_ppo(task, budget_steps: int, seed: int, monitor=None):
+def _training_vec_env(run: TrainingRun, hp: dict, seed: int, shaping: str):
+    """The run's counted vector env for an SB3 learner: the file's reward, shaped if asked (before any scaling,
+    so that the potential's differences are scaled with the reward), then scaled by ``VecNormalize`` if the file
+    says so."""
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from .shaping import SHAPINGS, shaped_vec_env
+
+    if shaping not in SHAPINGS:
+        raise ValueError(f"shaping must be one of {', '.join(SHAPINGS)}, got {shaping!r}")
+    vec = run.make_vec_env(hp["n_envs"], seed, hp["reward"])
+    if shaping == "merge":
+        goal = None if run.kind == "score" else run.spec().target_exponent
+        vec = shaped_vec_env(vec, hp["gamma"], goal)
+    if hp["normalize_reward"]:
+        vec = VecNormalize(vec, norm_obs=False, norm_reward=True, gamma=hp["gamma"])
+    return vec
+
+
+def maskable_ppo(task, budget_steps: int, seed: int, monitor=None, shaping: str = "none"):
     """A MaskablePPO model trained for ``budget_steps`` environment steps on the task's game, with the task's
     hyperparameter file, on the run's counted envs: the whole rollouts of ``n_envs * n_steps`` steps that fit in
     the budget (``train_steps``).  With a ``monitor``, each rollout's moves are priced and the
     checkpoints due are scored as the steps pass them (the policy acts deterministically there, so the training's
-    random streams are untouched)."""
+    random streams are untouched).  ``shaping="merge"``: the rewards shaped by the merge score's potential
+    (:mod:`experiments.suite.shaping`, with the file's gamma), as ``maskable_ppo_shaped`` declares."""
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.logger import Logger
-    from stable_baselines3.common.vec_env import VecNormalize
 
     run = as_run(task, budget_steps, "env-only")
     hp = load_hyperparams("maskable_ppo", task.name, PPO_KEYS)
@@ -139,9 +158,7 @@ def maskable_ppo(task, budget_steps: int, seed: int, monitor=None):
     steps = budget_steps // rollout * rollout
     if steps == 0:
         raise ValueError(f"{task.name}: a budget of {budget_steps} steps holds no rollout of {rollout}")
-    vec = run.make_vec_env(hp["n_envs"], seed, hp["reward"])
-    if hp["normalize_reward"]:
-        vec = VecNormalize(vec, norm_obs=False, norm_reward=True, gamma=hp["gamma"])
+    vec = _training_vec_env(run, hp, seed, shaping)
     model = MaskablePPO(
         hp["policy"],
         vec,
@@ -186,6 +203,14 @@ def maskable_ppo(task, budget_steps: int, seed: int, monitor=None):
 maskable_ppo.track = "env-only"
 
 
+def maskable_ppo_shaped(task, budget_steps: int, seed: int, monitor=None):
+    """:func:`maskable_ppo` with ``shaping="merge"``."""
+    return maskable_ppo(task, budget_steps, seed, monitor, shaping="merge")
+
+
+maskable_ppo_shaped.track = "env-only"
+
+
 #: The keys a DQN or QR-DQN file must set.
 DQN_KEYS = (
     "algorithm",
@@ -207,15 +232,15 @@ DQN_KEYS = (
 )
 
 
-def dqn(task, budget_steps: int, seed: int):
+def dqn(task, budget_steps: int, seed: int, shaping: str = "none"):
     """A value-based learner, SB3's DQN or sb3-contrib's QR-DQN (the file's ``algorithm``), trained for the whole
     collections of ``n_envs * train_freq`` steps that fit in ``budget_steps`` on the run's counted envs (one-hot
     observations, the task's own game).  It has no action masks: an illegal move ends the game with reward 0, the
-    v2 rule, so it learns to avoid them as it learns any other losing move; it is scored by the same rule."""
+    v2 rule, so it learns to avoid them as it learns any other losing move; it is scored by the same rule.
+    ``shaping`` as for :func:`maskable_ppo`."""
     from stable_baselines3 import DQN
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.logger import Logger
-    from stable_baselines3.common.vec_env import VecNormalize
 
     run = as_run(task, budget_steps, "env-only")
     hp = load_hyperparams("dqn", task.name, DQN_KEYS)
@@ -229,9 +254,7 @@ def dqn(task, budget_steps: int, seed: int):
     steps = budget_steps // collection * collection
     if steps == 0:
         raise ValueError(f"{task.name}: a budget of {budget_steps} steps holds no collection of {collection}")
-    vec = run.make_vec_env(hp["n_envs"], seed, hp["reward"])
-    if hp["normalize_reward"]:
-        vec = VecNormalize(vec, norm_obs=False, norm_reward=True, gamma=hp["gamma"])
+    vec = _training_vec_env(run, hp, seed, shaping)
     model = algorithm(
         hp["policy"],
         vec,
@@ -265,3 +288,11 @@ def dqn(task, budget_steps: int, seed: int):
 
 
 dqn.track = "env-only"
+
+
+def dqn_shaped(task, budget_steps: int, seed: int):
+    """:func:`dqn` with ``shaping="merge"``."""
+    return dqn(task, budget_steps, seed, shaping="merge")
+
+
+dqn_shaped.track = "env-only"
