@@ -1,4 +1,4 @@
-"""Command line of the suite: ``python -m experiments.suite {tables,run,compare,registry,curves,dataset,bc} ...``
+"""Command line of the suite: ``python -m experiments.suite {tables,run,compare,registry,tune,curves,dataset,bc} ...``
 (docs/suite.md, docs/datasets.md)."""
 
 from __future__ import annotations
@@ -80,6 +80,12 @@ def cmd_registry(args) -> int:
         return 1 if stale else 0
     print(f"regenerated {registry.README.name} and {registry.PAGE.name} ({len(stale)} changed) and the plots")
     return 0
+
+
+def cmd_tune(args) -> int:
+    from .tuning import main_tune
+
+    return main_tune(args)
 
 
 def cmd_dataset(args) -> int:
@@ -205,6 +211,15 @@ def main(argv=None) -> int:
     p.add_argument("--name", help="its name in the registry (with --add)")
     p.add_argument("--check", action="store_true", help="only check that the generated blocks are up to date")
     p.set_defaults(func=cmd_registry)
+    p = sub.add_parser("tune", help="tune a trainer's hyperparameters on a task with Optuna (the suite's protocol)")
+    p.add_argument("--trainer", required=True, help="package.module:function with a search space (maskable_ppo, dqn)")
+    p.add_argument("--task", required=True, help=f"a task of suite v{SUITE_VERSION} ({names})")
+    p.add_argument("--trials", type=int, required=True, help="finished trials to reach (a rerun resumes)")
+    p.add_argument("--steps", type=int, required=True, help="counted training steps per trial and seed")
+    p.add_argument("--seeds", type=int, default=1, help="tuning seeds per trial (1000, 1001, ...; default 1)")
+    p.add_argument("--out", required=True, help="the tuning's directory: study.db, trials.jsonl, TASK.toml")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_tune)
     p = sub.add_parser("dataset", help="write a Minari dataset of a policy's games, every step labelled by the oracle")
     p.add_argument("--task", required=True, help=f"a task of suite v{SUITE_VERSION} ({names})")
     who = p.add_mutually_exclusive_group(required=True)

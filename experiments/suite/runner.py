@@ -154,14 +154,15 @@ def run_suite(
     return result
 
 
-def train_on_task(train, task: Task, seed: int, monitor=None) -> tuple[object, dict]:
+def train_on_task(train, task: Task, seed: int, monitor=None, **options) -> tuple[object, dict]:
     """``(policy, facts)``: what ``train(run, task.budget_steps, seed)`` learns on a :class:`TrainingRun` of the
     task with a counted budget on the trainer's track (given ``monitor=`` when there is one), and ``track``,
     ``budget_steps``, ``counted_steps`` (what the run's envs and simulator counted), ``train_seconds`` (a
     monitor's scoring included) and, when the policy says, ``train_steps`` (the trainer's own word).  A step past
-    the budget raises :class:`experiments.suite.budget.BudgetExceeded`."""
+    the budget raises :class:`experiments.suite.budget.BudgetExceeded`.  ``options`` go to ``train`` as keywords
+    (a tuning trial's ``hyperparams``)."""
     start = time.perf_counter()
-    extra = {} if monitor is None else {"monitor": monitor}
+    extra = dict(options) if monitor is None else {"monitor": monitor, **options}
     run = TrainingRun(task, StepBudget(task.budget_steps, track_of(train)))
     policy = train(run, task.budget_steps, seed, **extra)
     facts = {

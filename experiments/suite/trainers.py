@@ -122,6 +122,14 @@ def load_hyperparams(algorithm: str, task: str, required: tuple[str, ...] = ()) 
     return params
 
 
+def with_overrides(params: dict, overrides: dict | None) -> dict:
+    """``params`` with ``overrides``' values; a clear error for a key ``params`` does not have."""
+    unknown = sorted(set(overrides or {}) - set(params))
+    if unknown:
+        raise ValueError(f"unknown hyperparameters {unknown}; the file sets {', '.join(params)}")
+    return {**params, **(overrides or {})}
+
+
 def _training_vec_env(run: TrainingRun, hp: dict, seed: int, shaping: str):
     """The run's counted vector env for an SB3 learner: the file's reward, shaped if asked (before any scaling,
     so that the potential's differences are scaled with the reward), then scaled by ``VecNormalize`` if the file
@@ -141,19 +149,20 @@ def _training_vec_env(run: TrainingRun, hp: dict, seed: int, shaping: str):
     return vec
 
 
-def maskable_ppo(task, budget_steps: int, seed: int, monitor=None, shaping: str = "none"):
+def maskable_ppo(task, budget_steps: int, seed: int, monitor=None, shaping: str = "none", hyperparams=None):
     """A MaskablePPO model trained for ``budget_steps`` environment steps on the task's game, with the task's
     hyperparameter file, on the run's counted envs: the whole rollouts of ``n_envs * n_steps`` steps that fit in
     the budget (``train_steps``).  With a ``monitor``, each rollout's moves are priced and the
     checkpoints due are scored as the steps pass them (the policy acts deterministically there, so the training's
     random streams are untouched).  ``shaping="merge"``: the rewards shaped by the merge score's potential
-    (:mod:`experiments.suite.shaping`, with the file's gamma), as ``maskable_ppo_shaped`` declares."""
+    (:mod:`experiments.suite.shaping`, with the file's gamma), as ``maskable_ppo_shaped`` declares.
+    ``hyperparams``: values that replace the file's (a tuning trial's), each a key of the file."""
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.logger import Logger
 
     run = as_run(task, budget_steps, "env-only")
-    hp = load_hyperparams("maskable_ppo", task.name, PPO_KEYS)
+    hp = with_overrides(load_hyperparams("maskable_ppo", task.name, PPO_KEYS), hyperparams)
     rollout = hp["n_envs"] * hp["n_steps"]
     steps = budget_steps // rollout * rollout
     if steps == 0:
@@ -232,18 +241,18 @@ DQN_KEYS = (
 )
 
 
-def dqn(task, budget_steps: int, seed: int, shaping: str = "none"):
+def dqn(task, budget_steps: int, seed: int, shaping: str = "none", hyperparams=None):
     """A value-based learner, SB3's DQN or sb3-contrib's QR-DQN (the file's ``algorithm``), trained for the whole
     collections of ``n_envs * train_freq`` steps that fit in ``budget_steps`` on the run's counted envs (one-hot
     observations, the task's own game).  It has no action masks: an illegal move ends the game with reward 0, the
     v2 rule, so it learns to avoid them as it learns any other losing move; it is scored by the same rule.
-    ``shaping`` as for :func:`maskable_ppo`."""
+    ``shaping`` and ``hyperparams`` as for :func:`maskable_ppo`."""
     from stable_baselines3 import DQN
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.logger import Logger
 
     run = as_run(task, budget_steps, "env-only")
-    hp = load_hyperparams("dqn", task.name, DQN_KEYS)
+    hp = with_overrides(load_hyperparams("dqn", task.name, DQN_KEYS), hyperparams)
     if hp["algorithm"] not in ("DQN", "QRDQN"):
         raise ValueError(f"dqn/{task.name}.toml: algorithm must be 'DQN' or 'QRDQN', got {hp['algorithm']!r}")
     if hp["algorithm"] == "QRDQN":

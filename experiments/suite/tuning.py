@@ -1,0 +1,220 @@
+"""``python -m experiments.suite tune``: the suite's one tuning protocol for every learning algorithm.
+
+    python -m experiments.suite tune --trainer experiments.suite.trainers:maskable_ppo --task 3x3 \\
+        --trials 20 --steps 1000000 --out tuning/maskable_ppo/3x3
+
+Optuna (RL Baselines3 Zoo's tuner) samples the trainer's search space (``search_spaces/ALGORITHM.toml``) with its
+TPE sampler, seeded; each trial trains the trainer with the sampled values replacing its task file's, for
+``--steps`` counted steps on each of the tuning seeds (:data:`TUNING_SEED` on: disjoint from the evaluation seeds
+0, 1, ...), and its objective is the mean v2 normalized score of the trained policies, scored as the suite scores
+them (exact where cheap).  No pruner: every trial runs its whole budget, so the compute of a tuning is
+``trials x steps x seeds`` environment steps, the same for every algorithm given the same arguments.
+
+The study lives in ``OUT/study.db`` (SQLite): the same command resumes it, up to ``--trials`` finished trials (a
+trial cut short by an interruption is marked failed and not counted).  ``OUT`` also holds ``search-space.toml``
+(the space searched), ``trials.jsonl`` (every trial: number, state, values, objective, seconds) and
+``TASK.toml``, the hyperparameter file the tuning chose: the task's file with the best trial's values, its header
+naming the trial.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+#: The first tuning seed; trial seeds are TUNING_SEED, TUNING_SEED + 1, ... (evaluation seeds are 0, 1, ...).
+TUNING_SEED = 1000
+SEARCH_SPACES = Path(__file__).with_name("search_spaces")
+
+
+def algorithm_of(train) -> str:
+    """The hyperparameter family of a trainer (``maskable_ppo``, ``dqn``): its ``hyperparameter_family``
+    attribute, else its name without a ``_shaped`` suffix."""
+    name = getattr(train, "hyperparameter_family", getattr(train, "__name__", ""))
+    return name.removesuffix("_shaped")
+
+
+def _toml(path: Path) -> dict:
+    import tomllib
+
+    with path.open("rb") as f:
+        return tomllib.load(f)
+
+
+def load_search_space(algorithm: str) -> dict:
+    """``{key: {"low", "high", "log"} or {"choices"}}`` of ``search_spaces/ALGORITHM.toml``, checked."""
+    path = SEARCH_SPACES / f"{algorithm}.toml"
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in SEARCH_SPACES.glob("*.toml")))
+        raise FileNotFoundError(f"no search space for {algorithm!r}: {path} is missing (spaces exist for {known})")
+    space = _toml(path)
+    for key, dim in space.items():
+        if not (set(dim) == {"choices"} or {"low", "high"} <= set(dim) <= {"low", "high", "log"}):
+            raise ValueError(f"{path}: [{key}] sets low and high (and log), or choices; got {sorted(dim)}")
+    return space
+
+
+def sample(trial, space: dict) -> dict:
+    """One point of ``space`` from an Optuna ``trial`` (a list-valued choice is offered as its JSON text)."""
+    params = {}
+    for key, dim in space.items():
+        if "choices" in dim:
+            texts = [json.dumps(c) for c in dim["choices"]]
+            params[key] = json.loads(trial.suggest_categorical(key, texts))
+        elif isinstance(dim["low"], int) and isinstance(dim["high"], int):
+            params[key] = trial.suggest_int(key, dim["low"], dim["high"], log=dim.get("log", False))
+        else:
+            params[key] = trial.suggest_float(key, float(dim["low"]), float(dim["high"]), log=dim.get("log", False))
+    return params
+
+
+def trial_score(train, task, steps: int, seeds: list[int], params: dict) -> float:
+    """Mean normalized score over ``seeds`` of ``train`` with ``params`` for ``steps`` counted steps on ``task``."""
+    from dataclasses import replace
+
+    from agents.registry import make_policy
+    from oracle import Oracle
+
+    from .runner import train_on_task
+    from .scoring import score_policy
+    from .tasks import checked_table
+
+    short = replace(task, budget_steps=steps)
+    rows, cols = task.shape
+    scores = []
+    with Oracle.open(checked_table(task, progress=False)[0]) as oracle:
+        for seed in seeds:
+            policy, _ = train_on_task(train, short, seed, hyperparams=params)
+            player = make_policy(policy, rows, cols, seed, oracle)
+            scores.append(score_policy(short, oracle, player, seed, progress=False)["normalized"])
+    return float(sum(scores) / len(scores))
+
+
+def _open_study(out: Path, sampler_seed: int):
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(
+        storage=f"sqlite:///{out / 'study.db'}",
+        study_name="tune",
+        direction="maximize",
+        sampler=optuna.samplers.TPESampler(seed=sampler_seed),
+        pruner=optuna.pruners.NopPruner(),
+        load_if_exists=True,
+    )
+    for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        study._storage.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL)  # cut short: not counted
+    return study
+
+
+def _check_directory(out: Path, what: dict) -> None:
+    meta = out / "tune.json"
+    if meta.exists():
+        theirs = json.loads(meta.read_text())
+        if theirs != what:
+            changed = sorted(k for k in what if theirs.get(k) != what[k])
+            raise ValueError(f"{out} holds a tuning with other {', '.join(changed)}: give another --out")
+    else:
+        meta.write_text(json.dumps(what, indent=1, sort_keys=True) + "\n")
+
+
+def tune(trainer: str, task_name: str, trials: int, steps: int, out, seeds: int = 1, progress: bool = True) -> dict:
+    """Run (or resume) the tuning of ``trainer`` (``module:function``) on ``task_name`` until ``trials`` trials
+    are complete; returns ``{"best": {...}, "trials": [...], "file": path}``."""
+    import optuna
+    from tqdm.auto import tqdm
+
+    from .policies import load_trainer
+    from .tasks import SUITE_VERSION, get_task
+    from .trainers import load_hyperparams
+
+    if trials < 1 or steps < 1 or seeds < 1:
+        raise ValueError(f"--trials, --steps and --seeds are whole numbers >= 1, got {trials}, {steps}, {seeds}")
+    train = load_trainer(trainer)
+    task = get_task(task_name)
+    algorithm = algorithm_of(train)
+    space = load_search_space(algorithm)
+    base = load_hyperparams(algorithm, task.name)
+    unknown = sorted(set(space) - set(base))
+    if unknown:
+        raise ValueError(f"search space {algorithm}.toml has keys {unknown} that {task.name}.toml does not set")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    what = {"trainer": trainer, "task": task.name, "suite_version": SUITE_VERSION, "steps": steps, "seeds": seeds}
+    _check_directory(out, what)
+    shutil.copyfile(SEARCH_SPACES / f"{algorithm}.toml", out / "search-space.toml")
+    study = _open_study(out, sampler_seed=TUNING_SEED)
+    tuning_seeds = list(range(TUNING_SEED, TUNING_SEED + seeds))
+
+    def objective(trial):
+        params = sample(trial, space)
+        start = time.perf_counter()
+        value = trial_score(train, task, steps, tuning_seeds, params)
+        trial.set_user_attr("seconds", time.perf_counter() - start)
+        return value
+
+    def complete() -> int:
+        return len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)))
+
+    bar = tqdm(
+        total=trials,
+        initial=min(complete(), trials),
+        unit="trial",
+        desc=f"tune {algorithm} on {task.name}",
+        disable=not progress,
+    )
+    while complete() < trials:
+        study.optimize(objective, n_trials=1, catch=())
+        bar.update(1)
+        _write_log(study, out / "trials.jsonl")
+    bar.close()
+    _write_log(study, out / "trials.jsonl")
+    best = study.best_trial
+    chosen = {k: json.loads(v) if isinstance(v, str) else v for k, v in best.params.items()}
+    path = write_hyperparams(out / f"{task.name}.toml", base, chosen, algorithm, task.name, best, what, trials)
+    return {"best": {"number": best.number, "value": best.value, "params": chosen}, "file": str(path)}
+
+
+def _write_log(study, path: Path) -> None:
+    lines = []
+    for t in study.get_trials(deepcopy=False):
+        params = {k: json.loads(v) if isinstance(v, str) else v for k, v in t.params.items()}
+        row = {"number": t.number, "state": t.state.name, "params": params, "value": t.value}
+        row["seconds"] = t.user_attrs.get("seconds")
+        lines.append(json.dumps(row, sort_keys=True))
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    tmp.replace(path)
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return repr(value)
+
+
+def write_hyperparams(path: Path, base: dict, chosen: dict, algorithm, task, best, what, trials) -> Path:
+    """The task's hyperparameter file with the tuning's choice, its header naming the trial that chose it."""
+    header = [
+        f"# {algorithm} on task {task}: chosen by `python -m experiments.suite tune` (suite v{what['suite_version']}),",
+        f"# trial {best.number} of {trials}: mean normalized score {best.value:.6g} after {what['steps']:,} steps on "
+        f"{what['seeds']} tuning seed(s).",
+    ]
+    body = [f"{key} = {_toml_value(chosen.get(key, value))}" for key, value in base.items()]
+    path.write_text("\n".join(header + body) + "\n")
+    return path
+
+
+def main_tune(args) -> int:
+    result = tune(args.trainer, args.task, args.trials, args.steps, args.out, args.seeds, progress=not args.quiet)
+    best = result["best"]
+    print(f"best trial {best['number']}: {best['value']:.6g} with {json.dumps(best['params'])}", file=sys.stdout)
+    print(f"wrote {result['file']}, {args.out}/trials.jsonl")
+    return 0
