@@ -49,3 +49,19 @@ def test_a_tuning_runs_writes_its_log_and_file_and_resumes(tmp_path):
 
     best = result["best"]
     assert trial_score(dqn, get_task("2x4"), 2000, [TUNING_SEED], best["params"]) == best["value"]
+
+
+def test_td_is_tuned_under_the_same_protocol(tmp_path):
+    """TD's schedule and start value come from its search space; its chosen file is complete, and the trainer
+    trains from it as from the task's own file."""
+    import tomllib
+
+    from experiments.suite import SUITE_V1, SUITE_V2, get_task
+    from experiments.suite.trainers import TD_KEYS, load_hyperparams, td
+
+    for t in SUITE_V1 + SUITE_V2:
+        assert set(load_hyperparams("td", t.name, TD_KEYS)) == set(TD_KEYS)
+    result = tune("experiments.suite.trainers:td", "2x4", trials=2, steps=2000, out=tmp_path / "td", progress=False)
+    chosen = tomllib.loads((tmp_path / "td" / "2x4.toml").read_text())
+    assert set(chosen) == set(TD_KEYS) and chosen["schedule"] == result["best"]["params"]["schedule"]
+    assert trial_score(td, get_task("2x4"), 2000, [TUNING_SEED], chosen) == result["best"]["value"]

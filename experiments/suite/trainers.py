@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 
 from agents.ntuple import NTupleAgent, tuple_set
 from agents.ntuple_goal import GoalNTupleAgent
-from experiments.train.td import BOARD_SCHEDULES, DEFAULT_SCHEDULE, alpha_at, parse_schedule
+from experiments.train.td import alpha_at, parse_schedule
 
 from .budget import StepBudget
 from .training import TrainingRun
@@ -45,21 +45,22 @@ def as_run(task, budget_steps: int, track: str) -> TrainingRun:
     return task if isinstance(task, TrainingRun) else TrainingRun(task, StepBudget(budget_steps, track))
 
 
-def td(task, budget_steps: int, seed: int, monitor=None) -> NTupleAgent:
+def td(task, budget_steps: int, seed: int, monitor=None, hyperparams=None) -> NTupleAgent:
     """An n-tuple network trained by TD(0) for ``budget_steps`` moves on the task's game, simulated through the
-    run's counted simulator; with a ``monitor`` (:class:`experiments.suite.monitor.TrainingMonitor`), every
-    training move is priced and the checkpoints due after each round are scored (neither changes the
-    training)."""
+    run's counted simulator, with the task's file ``hyperparams/td/TASK.toml`` (the learning rate's schedule
+    over the budget, the weights' start value) or ``hyperparams`` in its place; with a ``monitor``
+    (:class:`experiments.suite.monitor.TrainingMonitor`), every training move is priced and the checkpoints due
+    after each round are scored (neither changes the training)."""
     run = as_run(task, budget_steps, "known-rules")
     simulator = run.simulator()
+    hp = with_overrides(load_hyperparams("td", task.name, TD_KEYS), hyperparams)
     rows, cols = task.shape
     tuples = tuple_set("default", rows, cols)
+    schedule = parse_schedule(hp["schedule"])
     if task.kind == "score":
-        schedule = parse_schedule(BOARD_SCHEDULES.get((rows, cols), DEFAULT_SCHEDULE))
-        agent = NTupleAgent(rows, cols, tuples=tuples, alpha=schedule[0][1], seed=seed)
+        agent = NTupleAgent(rows, cols, tuples=tuples, alpha=schedule[0][1], init=hp["init"], seed=seed)
     else:
-        schedule = parse_schedule(DEFAULT_SCHEDULE)
-        agent = GoalNTupleAgent(task.spec(), tuples=tuples, alpha=schedule[0][1], seed=seed)
+        agent = GoalNTupleAgent(task.spec(), tuples=tuples, alpha=schedule[0][1], init=hp["init"], seed=seed)
     moves = 0
     while simulator.remaining > 0:
         if monitor is not None and monitor.due(moves):
@@ -78,6 +79,8 @@ td.track = "known-rules"
 
 #: Where the trainers' hyperparameter files are: ``HYPERPARAMS / ALGORITHM / f"{task}.toml"``.
 HYPERPARAMS = Path(__file__).with_name("hyperparams")
+#: The keys a TD file must set.
+TD_KEYS = ("schedule", "init")
 #: The keys a MaskablePPO file must set (all of them: a file is the whole configuration of its runs).
 PPO_KEYS = (
     "policy",
