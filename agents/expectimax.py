@@ -39,6 +39,7 @@ from env2048.tables import board_tables
 
 from .base import Agent
 from .ntuple import NTupleAgent, evaluate_afterstate
+from .ntuple_goal import GoalNTupleAgent
 
 #: Heuristic weights (w_empty, w_merge, w_mono), in points.
 DEFAULT_HEURISTIC = (100.0, 50.0, 1.0)
@@ -114,6 +115,7 @@ def _state_value(
     rows_tuple,
     layout,
     rules,
+    values,
     stuck,
     ckeys,
     cdepth,
@@ -133,12 +135,13 @@ def _state_value(
         after, reward, outcome = move_outcome(s, a, rows, cols, moves, rules)
         if outcome == ILLEGAL:
             continue
+        paid = values[0] * reward  # the move's reward, weighted: 1 on a game of points, 0 on a game of success
         if outcome == SUCCESS:
-            q = reward + SUCCESS_VALUE
+            q = paid + values[1]
         elif outcome == FAILURE:
-            q = reward + FAILURE_VALUE
+            q = paid + values[2]
         elif depth == 1:
-            q = reward + _leaf(after, rows, cols, kind, hw, weights, offsets, rows_cells, rows_tuple, layout)
+            q = paid + _leaf(after, rows, cols, kind, hw, weights, offsets, rows_cells, rows_tuple, layout)
         else:
             # chance node (after, depth - 1): look it up
             mask = ckeys.shape[0] - 1
@@ -174,6 +177,7 @@ def _state_value(
                                 rows_tuple,
                                 layout,
                                 rules,
+                                values,
                                 stuck,
                                 ckeys,
                                 cdepth,
@@ -191,7 +195,7 @@ def _state_value(
                         k = (slot + probe) & mask
                         break
                 ckeys[k], cdepth[k], cvals[k], cstamp[k] = after, depth - 1, expected, gen
-            q = reward + expected
+            q = paid + expected
         if q_out.shape[0]:
             q_out[a] = q
         if q > best:
@@ -215,6 +219,7 @@ def _q_values(
     rows_tuple,
     layout,
     rules,
+    values,
     stuck,
     ckeys,
     cdepth,
@@ -239,6 +244,7 @@ def _q_values(
         rows_tuple,
         layout,
         rules,
+        values,
         stuck,
         ckeys,
         cdepth,
@@ -266,6 +272,7 @@ def _decide_many(
     rows_tuple,
     layout,
     rules,
+    values,
     stuck,
     ckeys,
     cdepth,
@@ -292,6 +299,7 @@ def _decide_many(
             rows_tuple,
             layout,
             rules,
+            values,
             stuck,
             ckeys,
             cdepth,
@@ -311,7 +319,10 @@ class ExpectimaxAgent(Agent):
     """Depth-limited expectimax (see the module docstring).
 
     ``evaluator``: ``"heuristic"`` (weights ``heuristic`` = (w_empty, w_merge, w_mono)) or a trained
-    :class:`~agents.ntuple.NTupleAgent` of the same board shape.  ``depth``: moves looked ahead, 1 to
+    :class:`~agents.ntuple.NTupleAgent` of the same board shape.  A
+    :class:`~agents.ntuple_goal.GoalNTupleAgent` makes it search the network's game of success: its rules (unless
+    ``rules`` says otherwise), values as probabilities (a success 1, a failure or no move left 0, rewards
+    ignored).  ``depth``: moves looked ahead, 1 to
     :data:`MAX_DEPTH`.  ``p4``: the spawn probability of a 4 the agent assumes.  ``cache_size``: chance-node cache
     entries (a power of two).  ``rules``: an endgame pattern's rules array (``uint64``, :mod:`env2048.rules`) to
     search that game, or None for the plain game.  Deterministic: the seed is accepted for a uniform interface and
@@ -344,6 +355,7 @@ class ExpectimaxAgent(Agent):
         self.heuristic = np.asarray(heuristic, np.float64)
         if self.heuristic.shape != (3,):
             raise ValueError(f"heuristic must be 3 weights (empty, merge, monotonicity), got {heuristic!r}")
+        goal = isinstance(evaluator, GoalNTupleAgent)
         if isinstance(evaluator, NTupleAgent):
             if (evaluator.rows, evaluator.cols) != (rows, cols):
                 raise ValueError(f"the n-tuple network is for {evaluator.rows}x{evaluator.cols}, not {rows}x{cols}")
@@ -354,10 +366,15 @@ class ExpectimaxAgent(Agent):
             raise ValueError(f"evaluator must be 'heuristic' or an NTupleAgent, got {evaluator!r}")
         self.name = f"expectimax:{self.depth}" + ("" if self.kind == _HEURISTIC else ":ntuple")
         self._moves = board_tables(rows, cols).moves
-        if rules is None:
+        if goal:  # values are probabilities of success: a success is 1, a failure or no move left 0, rewards nothing
+            self.rules = evaluator.rules if rules is None else np.asarray(rules, np.uint64)
+            self.values, self.stuck = np.array([0.0, 1.0, 0.0]), 0.0
+        elif rules is None:
             self.rules, self.stuck = plain_rules(rows * cols, None), 0.0  # no move left: the game is over, no reward
+            self.values = np.array([1.0, SUCCESS_VALUE, FAILURE_VALUE])
         else:
             self.rules, self.stuck = np.asarray(rules, np.uint64), FAILURE_VALUE
+            self.values = np.array([1.0, SUCCESS_VALUE, FAILURE_VALUE])
         self._ckeys = np.zeros(cache_size, np.uint64)
         self._cdepth = np.zeros(cache_size, np.int64)
         self._cvals = np.zeros(cache_size, np.float64)
@@ -383,6 +400,7 @@ class ExpectimaxAgent(Agent):
             n.rows_tuple,
             n.layout,
             self.rules,
+            self.values,
             self.stuck,
         )
 

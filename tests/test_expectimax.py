@@ -48,9 +48,11 @@ def reference_q(grid, depth, leaf, p4=0.1) -> list[float]:
     return q
 
 
-def reference_q_pattern(pattern: NaivePattern, grid, depth, leaf, p4=0.1) -> list[float]:
+def reference_q_pattern(
+    pattern: NaivePattern, grid, depth, leaf, p4=0.1, paid=1.0, success=SUCCESS_VALUE, failure=FAILURE_VALUE
+) -> list[float]:
     """Q_depth(grid, a) in an endgame pattern's game: only allowed moves (-inf otherwise), a success worth
-    SUCCESS_VALUE, a failure or no allowed move FAILURE_VALUE, on top of the move's reward."""
+    ``success``, a failure or no allowed move ``failure``, on top of the move's reward times ``paid``."""
     q = []
     for a in range(4):
         after, reward = naive.move(grid, a)
@@ -58,15 +60,15 @@ def reference_q_pattern(pattern: NaivePattern, grid, depth, leaf, p4=0.1) -> lis
         if kind == "illegal":
             q.append(-np.inf)
         elif kind in ("success", "failure"):
-            q.append(reward + (SUCCESS_VALUE if kind == "success" else FAILURE_VALUE))
+            q.append(paid * reward + (success if kind == "success" else failure))
         elif depth == 1:
-            q.append(reward + leaf(after))
+            q.append(paid * reward + leaf(after))
         else:
             expected = 0.0
             for child, p in naive.spawn_outcomes(after, p4):
-                best = max(reference_q_pattern(pattern, child, depth - 1, leaf, p4))
-                expected += p * (best if best > -np.inf else FAILURE_VALUE)
-            q.append(reward + expected)
+                best = max(reference_q_pattern(pattern, child, depth - 1, leaf, p4, paid, success, failure))
+                expected += p * (best if best > -np.inf else failure)
+            q.append(paid * reward + expected)
     return q
 
 
@@ -88,6 +90,31 @@ def test_search_under_a_patterns_rules_matches_brute_force(free):
         np.testing.assert_allclose(
             agent.q_values(np.array(grid, np.uint8)), reference_q_pattern(pattern, grid, depth, leaf), rtol=1e-9
         )
+
+
+@pytest.fixture(scope="module")
+def random_goal_network():
+    """A success network of the corner pattern with random values in [0, 1) spread over its tuples."""
+    from agents.ntuple_goal import GoalNTupleAgent
+    from solver.spec import SolveSpec
+
+    network = GoalNTupleAgent(SolveSpec.for_pattern(Pattern.from_dict(CORNER_T)), seed=0)
+    network.weights[:] = np.random.default_rng(7).random(network.weights.size) / network.rows_cells.shape[0] / 8
+    return network
+
+
+@settings(max_examples=30)
+@given(st.lists(st.sampled_from([0, 0, 1, 2, 3, 4]), min_size=8, max_size=8))
+def test_search_on_a_success_network_plays_for_the_probability_of_success(random_goal_network, free):
+    """On a GoalNTupleAgent the search plays the network's game of success: its rules, a success worth 1, a
+    failure or no allowed move 0, the leaves the network's values, the merge rewards ignored (brute force)."""
+    grid = [free[0:3], free[3:6], free[6:8] + [6]]
+    network = random_goal_network
+    leaf = lambda g: reference_value(network, g)  # noqa: E731
+    for depth in (1, 2):
+        agent = ExpectimaxAgent(3, 3, depth=depth, evaluator=network, cache_size=64)
+        want = reference_q_pattern(CORNER_T_NAIVE, grid, depth, leaf, paid=0.0, success=1.0, failure=0.0)
+        np.testing.assert_allclose(agent.q_values(np.array(grid, np.uint8)), want, rtol=1e-9, atol=1e-12)
 
 
 @given(boards([(2, 2), (3, 3), (4, 4), (4, 3), (2, 3)], max_exp=11))

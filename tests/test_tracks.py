@@ -248,3 +248,20 @@ def test_the_merge_potential_and_its_shaped_rewards_against_a_hand_computation()
             assert shaped_infos[i]["unshaped_reward"] == rewards[i]
         ended += int(dones.sum())
     assert ended > 0  # the check passed through games' ends
+
+
+@pytest.mark.slow
+def test_td_with_expectimax_trains_as_td_does_and_searches_at_evaluation(tmp_path, monkeypatch):
+    """The same network as td's from the same seed and budget, played by depth-2 search; its run is counted on
+    the known-rules track and scored (exactly on 2x3)."""
+    from experiments.suite import runner
+    from experiments.suite.trainers import td, td_expectimax
+
+    small = dataclasses.replace(get_task("2x3"), budget_steps=3000)
+    player = td_expectimax(small, 3000, seed=0)
+    assert np.array_equal(player.network.weights, td(small, 3000, seed=0).weights) and player.depth == 2
+    monkeypatch.setattr(runner, "tasks_named", lambda names: [small])
+    result = run_suite(tmp_path / "tdx", 1, trainer=td_expectimax, tasks="2x3", progress=False)
+    cell = result["runs"]["2x3"][0]
+    assert cell["track"] == "known-rules" and cell["counted_steps"] == cell["train_steps"] == 3000
+    assert cell["method"] == "exact" and 0 < cell["normalized"] < 1

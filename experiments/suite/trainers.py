@@ -10,6 +10,8 @@
   0.53, and on L3-256 0.688 where the score agent, which never sees an endgame, reached 0.0015).  Games are
   played in rounds of :data:`ROUND` through the run's counted simulator, whose kernel stops at the budget's last
   move.
+- ``experiments.suite.trainers:td_expectimax`` (``known-rules`` track): ``td``'s network played by expectimax of
+  depth 2 on its learned values.
 - ``experiments.suite.trainers:maskable_ppo`` (``env-only`` track): sb3-contrib's MaskablePPO (extra ``rl``)
   with the task's hyperparameter file ``experiments/suite/hyperparams/maskable_ppo/TASK.toml`` (one per task,
   as RL Baselines3 Zoo keeps them), one-hot observations, action masks, trained on the run's counted envs for
@@ -75,6 +77,23 @@ def td(task, budget_steps: int, seed: int, monitor=None, hyperparams=None) -> NT
 
 
 td.track = "known-rules"
+
+
+def td_expectimax(task, budget_steps: int, seed: int, monitor=None, hyperparams=None, depth: int = 2):
+    """:func:`td`'s network, played by expectimax search of ``depth`` moves on its learned values (search at
+    evaluation only: the training is :func:`td`'s, move for move).  On a task of success the search plays the
+    network's game of success (:class:`agents.expectimax.ExpectimaxAgent` on a GoalNTupleAgent)."""
+    from agents.expectimax import ExpectimaxAgent
+
+    network = td(task, budget_steps, seed, monitor=monitor, hyperparams=hyperparams)
+    rows, cols = task.shape
+    player = ExpectimaxAgent(rows, cols, depth=depth, evaluator=network, p4=task.spec().p4)
+    player.train_steps = network.train_steps
+    return player
+
+
+td_expectimax.track = "known-rules"
+td_expectimax.hyperparameter_family = "td"
 
 
 #: Where the trainers' hyperparameter files are: ``HYPERPARAMS / ALGORITHM / f"{task}.toml"``.
