@@ -46,6 +46,7 @@ def cmd_run(args) -> int:
         only_seeds=[int(x) for x in args.only_seeds.split(",")] if args.only_seeds else None,
         track=args.track,
         budget_scale=args.budget_scale,
+        address=args.address,
     )
     if result is None:
         print(f"the asked runs are in {args.out}/runs; suite.json is written once every task and seed is there")
@@ -196,6 +197,12 @@ def main(argv=None) -> int:
     )
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_run)
+    p.add_argument(
+        "--address",
+        default=None,
+        help="spread the cells (task x seed) over the Ray cluster at this address (extra distributed); 'local' "
+        "starts a private one on this machine's loopback",
+    )
     p = sub.add_parser("compare", help="aggregate results directories with rliable: table and plots")
     p.add_argument("dirs", nargs="+", help="results directories of `run`")
     p.add_argument("--out", required=True)

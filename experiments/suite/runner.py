@@ -99,6 +99,7 @@ def run_suite(
     only_seeds=None,
     track: str | None = None,
     budget_scale: float = 1.0,
+    address: str | None = None,
 ) -> dict | None:
     """Score ``agent`` (a spec string, SB3 model, torch module, agent object or callable), or the policies that
     ``trainer`` (``"module:function"`` or a callable ``train(run, budget_steps, seed) -> policy``, its track
@@ -110,7 +111,9 @@ def run_suite(
     every (task, seed) is there (None before).  A cell another process finished meanwhile is not run again.
     ``track``: for an agent, the track its training followed (default :data:`REFERENCE_TRACK`, no training).
     ``budget_scale``: train for that multiple of each task's budget, to study learning curves beyond it; such
-    results are marked (``budget_scale`` in run.json and suite.json) and never enter the registry."""
+    results are marked (``budget_scale`` in run.json and suite.json) and never enter the registry.  ``address``:
+    compute the cells on the Ray cluster there, one Ray task each (:mod:`experiments.suite.spread`), with the same
+    files and results as one process."""
     if (agent is None) == (trainer is None):
         raise ValueError("give an agent or a trainer, not both and not neither")
     if not isinstance(seeds, int) or seeds < 1:
@@ -141,9 +144,15 @@ def run_suite(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     _check_directory(out, what)
-    digests = {}
-    for task in chosen:
-        digests[task.name] = _run_task(out, task, sorted(only), agent, train, progress, curve)
+    if address:
+        from .spread import run_cells_on_ray
+
+        todo = [(t, s) for t in chosen for s in sorted(only) if not _cell(out, t, s).exists()]
+        shipped = trainer if isinstance(trainer, str) else train  # a name travels better than a function
+        computed = run_cells_on_ray(out, todo, agent, shipped, curve, address, progress)
+        digests = {t.name: computed.get(t.name, t.table_digest) for t in chosen}  # each checked against its pin
+    else:
+        digests = {t.name: _run_task(out, t, sorted(only), agent, train, progress, curve) for t in chosen}
     if not all(_cell(out, t, s).exists() for t in chosen for s in range(seeds)):
         return None
     result = collect(out, chosen, seeds)
@@ -180,40 +189,55 @@ def _cell(out: Path, task: Task, seed: int) -> Path:
     return out / "runs" / task.name / f"seed-{seed}.json"
 
 
+def compute_cell(task: Task, seed: int, agent, train, oracle, curve: int = 0, progress: bool = False) -> dict:
+    """One (task, seed) of a run: ``agent`` scored, or ``train``'s policy trained then scored, on ``oracle`` (the
+    task's table): the dict of its run file."""
+    rows, cols = task.shape
+    cell = {"task": task.name, "seed": seed, "env_id": task.env_id, "suite_version": SUITE_VERSION}
+    policy, monitor = agent, None
+    if train is not None:
+        monitor = TrainingMonitor(task, oracle, curve, seed, progress) if curve else None
+        policy, facts = train_on_task(train, task, seed, monitor)
+        cell.update(facts)
+    player = make_policy(policy, rows, cols, seed, oracle)
+    cell.update(score_policy(task, oracle, player, seed, progress))
+    if monitor is not None:
+        cell.update(monitor.result(cell, cell.get("train_steps")))
+    return cell
+
+
+def _failed(out: Path, task: Task, seed: int, e: Exception) -> SuiteRunError:
+    return SuiteRunError(
+        f"task {task.name}, seed {seed}: {type(e).__name__}: {e}. The runs finished "
+        f"so far are kept in {out}: the same command resumes"
+    )
+
+
+def _report(cell: dict) -> None:
+    print(
+        f"{cell['task']} seed {cell['seed']}: {cell['normalized']:.4f} of V* ({cell['method']}, "
+        f"{cell['seconds']:.1f} s)",
+        flush=True,
+    )
+
+
 def _run_task(out: Path, task: Task, seeds: list[int], agent, train, progress: bool, curve: int = 0) -> str:
     """Every missing one of ``seeds`` on ``task``; returns its table's digest."""
     table, digest = checked_table(task, progress)
     missing = [s for s in seeds if not _cell(out, task, s).exists()]
     if not missing:
         return digest
-    rows, cols = task.shape
     with Oracle.open(table) as oracle:
         for seed in missing:
             if _cell(out, task, seed).exists():  # another process sharing the run finished it
                 continue
-            cell = {"task": task.name, "seed": seed, "env_id": task.env_id, "suite_version": SUITE_VERSION}
             try:
-                policy, monitor = agent, None
-                if train is not None:
-                    monitor = TrainingMonitor(task, oracle, curve, seed, progress) if curve else None
-                    policy, facts = train_on_task(train, task, seed, monitor)
-                    cell.update(facts)
-                player = make_policy(policy, rows, cols, seed, oracle)
-                cell.update(score_policy(task, oracle, player, seed, progress))
-                if monitor is not None:
-                    cell.update(monitor.result(cell, cell.get("train_steps")))
+                cell = compute_cell(task, seed, agent, train, oracle, curve, progress)
             except Exception as e:
-                raise SuiteRunError(
-                    f"task {task.name}, seed {seed}: {type(e).__name__}: {e}. The runs finished "
-                    f"so far are kept in {out}: the same command resumes"
-                ) from e
+                raise _failed(out, task, seed, e) from e
             _write_json(_cell(out, task, seed), cell)
             if progress:
-                print(
-                    f"{task.name} seed {seed}: {cell['normalized']:.4f} of V* ({cell['method']}, "
-                    f"{cell['seconds']:.1f} s)",
-                    flush=True,
-                )
+                _report(cell)
     return digest
 
 

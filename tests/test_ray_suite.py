@@ -1,0 +1,46 @@
+"""``run --address``: a suite run's cells spread over a private two-node Ray cluster on the loopback give the same
+suite.json as one process (timings and provenance aside), and every process of the cluster uses loopback
+addresses only (the socket watch of the Ray tests)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ray_helpers import require_ray
+from sockets import SocketWatch, unrelated_traffic
+
+require_ray()
+
+from experiments.suite.runner import TIMING_KEYS, run_suite  # noqa: E402
+
+pytestmark = pytest.mark.slow  # starts a Ray cluster
+
+
+def _strip(data):
+    if isinstance(data, dict):
+        return {k: _strip(v) for k, v in data.items() if k not in TIMING_KEYS}
+    if isinstance(data, list):
+        return [_strip(v) for v in data]
+    return data
+
+
+def test_a_run_spread_over_two_nodes_equals_one_process_on_the_loopback(tmp_path):
+    spread = tmp_path / "spread"
+    script = Path(__file__).with_name("ray_suite_run.py")
+    with unrelated_traffic("127.0.0.2", pause=0.05) as other:
+        watch = SocketWatch(tmp_path / "trace", treat_as_remote=[other.address])
+        with watch.run([sys.executable, str(script), str(spread)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True) as proc:  # fmt: skip
+            _, stderr = proc.communicate(timeout=600)
+    assert proc.returncode == 0, stderr[-5000:]
+    assert {"gcs_server", "raylet"} <= {o.name for o in watch.listeners()}
+    assert watch.off_loopback() == []
+    other.check_not_blamed(watch)
+    local = run_suite(tmp_path / "local", 2, trainer="experiments.suite.trainers:td", tasks="2x4", progress=False)
+    spread_result = json.loads((spread / "suite.json").read_text())
+    assert _strip(spread_result) == _strip(local)
+    assert [r["counted_steps"] for r in spread_result["runs"]["2x4"]] == [1_000_000, 1_000_000]
