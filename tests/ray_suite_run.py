@@ -1,5 +1,6 @@
 """Run by test_ray_suite.py as the process its socket watch traces: a two-node ``ray.cluster_utils.Cluster`` on
-127.0.0.1 computes a suite run (greedy, two seeds, task 2x4) into ``sys.argv[1]``, then shuts down."""
+127.0.0.1 computes a suite run (TD, two seeds, task 2x4) into ``sys.argv[1]/spread`` and a three-trial tuning of
+TD on 2x4 into ``sys.argv[1]/tune``, then shuts down."""
 
 from __future__ import annotations
 
@@ -9,12 +10,15 @@ from pathlib import Path
 from ray_helpers import start_cluster
 
 from experiments.suite.runner import run_suite
+from experiments.suite.tuning import tune
 
 
 def main(out: Path) -> None:
     cluster = start_cluster(2)
     try:
-        run_suite(out, 2, trainer="experiments.suite.trainers:td", tasks="2x4", progress=False, address=cluster.address)
+        td = "experiments.suite.trainers:td"
+        run_suite(out / "spread", 2, trainer=td, tasks="2x4", progress=False, address=cluster.address)
+        tune(td, "2x4", trials=3, steps=2000, out=out / "tune", progress=False, address=cluster.address)
     finally:
         cluster.shutdown()
 

@@ -1,6 +1,6 @@
-"""``run --address``: a suite run's cells spread over a private two-node Ray cluster on the loopback give the same
-suite.json as one process (timings and provenance aside), and every process of the cluster uses loopback
-addresses only (the socket watch of the Ray tests)."""
+"""``run --address`` and ``tune --address`` on a private two-node Ray cluster on the loopback: a run's cells give
+the same suite.json as one process (timings and provenance aside), a tuning's trials finish with their log and
+file, and every process of the cluster uses loopback addresses only (the socket watch of the Ray tests)."""
 
 from __future__ import annotations
 
@@ -28,12 +28,12 @@ def _strip(data):
     return data
 
 
-def test_a_run_spread_over_two_nodes_equals_one_process_on_the_loopback(tmp_path):
+def test_a_run_and_a_tuning_spread_over_two_nodes_on_the_loopback(tmp_path):
     spread = tmp_path / "spread"
     script = Path(__file__).with_name("ray_suite_run.py")
     with unrelated_traffic("127.0.0.2", pause=0.05) as other:
         watch = SocketWatch(tmp_path / "trace", treat_as_remote=[other.address])
-        with watch.run([sys.executable, str(script), str(spread)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        with watch.run([sys.executable, str(script), str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True) as proc:  # fmt: skip
             _, stderr = proc.communicate(timeout=600)
     assert proc.returncode == 0, stderr[-5000:]
@@ -44,3 +44,6 @@ def test_a_run_spread_over_two_nodes_equals_one_process_on_the_loopback(tmp_path
     spread_result = json.loads((spread / "suite.json").read_text())
     assert _strip(spread_result) == _strip(local)
     assert [r["counted_steps"] for r in spread_result["runs"]["2x4"]] == [1_000_000, 1_000_000]
+    rows = [json.loads(line) for line in (tmp_path / "tune" / "trials.jsonl").read_text().splitlines()]
+    assert [r["state"] for r in rows] == ["COMPLETE"] * 3 and all(0 < r["value"] < 1 for r in rows)
+    assert (tmp_path / "tune" / "2x4.toml").read_text().startswith("# td on task 2x4")

@@ -225,6 +225,7 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, required=True, help="counted training steps per trial and seed")
     p.add_argument("--seeds", type=int, default=1, help="tuning seeds per trial (1000, 1001, ...; default 1)")
     p.add_argument("--out", required=True, help="the tuning's directory: study.db, trials.jsonl, TASK.toml")
+    p.add_argument("--address", default=None, help="run the trials on the Ray cluster there ('local': a private one)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_tune)
     p = sub.add_parser("dataset", help="write a Minari dataset of a policy's games, every step labelled by the oracle")

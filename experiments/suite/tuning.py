@@ -10,11 +10,12 @@ TPE sampler, seeded; each trial trains the trainer with the sampled values repla
 them (exact where cheap).  No pruner: every trial runs its whole budget, so the compute of a tuning is
 ``trials x steps x seeds`` environment steps, the same for every algorithm given the same arguments.
 
-The study lives in ``OUT/study.db`` (SQLite): the same command resumes it, up to ``--trials`` finished trials (a
-trial cut short by an interruption is marked failed and not counted).  ``OUT`` also holds ``search-space.toml``
-(the space searched), ``trials.jsonl`` (every trial: number, state, values, objective, seconds) and
-``TASK.toml``, the hyperparameter file the tuning chose: the task's file with the best trial's values, its header
-naming the trial.
+With ``--address`` the trials run as Ray tasks on a cluster, as many at once as it has CPUs (Optuna's
+ask-and-tell on the same study).  The study lives in ``OUT/study.db`` (SQLite): the same command resumes it, up
+to ``--trials`` finished trials (a trial cut short by an interruption is marked failed and not counted).  ``OUT``
+also holds ``search-space.toml`` (the space searched), ``trials.jsonl`` (every trial: number, state, values,
+objective, seconds) and ``TASK.toml``, the hyperparameter file the tuning chose: the task's file with the best
+trial's values, its header naming the trial.
 """
 
 from __future__ import annotations
@@ -121,9 +122,20 @@ def _check_directory(out: Path, what: dict) -> None:
         meta.write_text(json.dumps(what, indent=1, sort_keys=True) + "\n")
 
 
-def tune(trainer: str, task_name: str, trials: int, steps: int, out, seeds: int = 1, progress: bool = True) -> dict:
+def tune(
+    trainer: str,
+    task_name: str,
+    trials: int,
+    steps: int,
+    out,
+    seeds: int = 1,
+    progress: bool = True,
+    address: str | None = None,
+) -> dict:
     """Run (or resume) the tuning of ``trainer`` (``module:function``) on ``task_name`` until ``trials`` trials
-    are complete; returns ``{"best": {...}, "trials": [...], "file": path}``."""
+    are complete; returns ``{"best": {...}, "file": path}``.  ``address``: run the trials as Ray tasks on the
+    cluster there (``"local"``: a private one), as many at once as it has CPUs, asked of and told to the same
+    study."""
     import optuna
     from tqdm.auto import tqdm
 
@@ -166,6 +178,8 @@ def tune(trainer: str, task_name: str, trials: int, steps: int, out, seeds: int 
         desc=f"tune {algorithm} on {task.name}",
         disable=not progress,
     )
+    if address:
+        _optimize_on_ray(study, space, trainer, task, steps, tuning_seeds, trials - complete(), address, out, bar)
     while complete() < trials:
         study.optimize(objective, n_trials=1, catch=())
         bar.update(1)
@@ -176,6 +190,49 @@ def tune(trainer: str, task_name: str, trials: int, steps: int, out, seeds: int 
     chosen = {k: json.loads(v) if isinstance(v, str) else v for k, v in best.params.items()}
     path = write_hyperparams(out / f"{task.name}.toml", base, chosen, algorithm, task.name, best, what, trials)
     return {"best": {"number": best.number, "value": best.value, "params": chosen}, "file": str(path)}
+
+
+def _remote_trial(trainer: str, task, steps: int, seeds: list[int], params: dict) -> tuple[float, float]:
+    """On a Ray worker: ``(objective, seconds)`` of one trial."""
+    from .policies import load_trainer
+
+    start = time.perf_counter()
+    value = trial_score(load_trainer(trainer), task, steps, seeds, params)
+    return value, time.perf_counter() - start
+
+
+def _optimize_on_ray(study, space, trainer, task, steps, seeds, wanted: int, address: str, out: Path, bar) -> None:
+    """``wanted`` more complete trials, run as Ray tasks, as many at once as the cluster has CPUs (Optuna's
+    ask-and-tell: each finished trial is told to the study, and the log written, as it comes back)."""
+    import optuna
+
+    from solver.distributed.session import ray_session
+
+    from .spread import RETRIES
+
+    with ray_session(None if address == "local" else address) as ray:
+        remote = ray.remote(max_retries=RETRIES, num_cpus=1)(_remote_trial)
+        width = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        running: dict = {}
+        told = 0
+        while told < wanted:
+            while len(running) < min(width, wanted - told):
+                trial = study.ask()
+                running[remote.remote(trainer, task, steps, seeds, sample(trial, space))] = trial
+            done, _ = ray.wait(list(running), num_returns=1)
+            trial = running.pop(done[0])
+            try:
+                value, seconds = ray.get(done[0])
+            except Exception:
+                for ref in running:
+                    ray.cancel(ref)
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                raise
+            trial.set_user_attr("seconds", seconds)
+            study.tell(trial, value)
+            told += 1
+            bar.update(1)
+            _write_log(study, out / "trials.jsonl")
 
 
 def _write_log(study, path: Path) -> None:
@@ -213,7 +270,9 @@ def write_hyperparams(path: Path, base: dict, chosen: dict, algorithm, task, bes
 
 
 def main_tune(args) -> int:
-    result = tune(args.trainer, args.task, args.trials, args.steps, args.out, args.seeds, progress=not args.quiet)
+    result = tune(
+        args.trainer, args.task, args.trials, args.steps, args.out, args.seeds, not args.quiet, args.address
+    )
     best = result["best"]
     print(f"best trial {best['number']}: {best['value']:.6g} with {json.dumps(best['params'])}", file=sys.stdout)
     print(f"wrote {result['file']}, {args.out}/trials.jsonl")
