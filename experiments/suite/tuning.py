@@ -270,9 +270,7 @@ def write_hyperparams(path: Path, base: dict, chosen: dict, algorithm, task, bes
 
 
 def main_tune(args) -> int:
-    result = tune(
-        args.trainer, args.task, args.trials, args.steps, args.out, args.seeds, not args.quiet, args.address
-    )
+    result = tune(args.trainer, args.task, args.trials, args.steps, args.out, args.seeds, not args.quiet, args.address)
     best = result["best"]
     print(f"best trial {best['number']}: {best['value']:.6g} with {json.dumps(best['params'])}", file=sys.stdout)
     print(f"wrote {result['file']}, {args.out}/trials.jsonl")
