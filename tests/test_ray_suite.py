@@ -40,10 +40,10 @@ def test_a_run_and_a_tuning_spread_over_two_nodes_on_the_loopback(tmp_path):
     assert {"gcs_server", "raylet"} <= {o.name for o in watch.listeners()}
     assert watch.off_loopback() == []
     other.check_not_blamed(watch)
-    local = run_suite(tmp_path / "local", 2, trainer="experiments.suite.trainers:td", tasks="2x4", progress=False)
+    local = run_suite(tmp_path / "local", 2, trainer="experiments.suite.trainers:td", tasks="2x3", progress=False)
     spread_result = json.loads((spread / "suite.json").read_text())
     assert _strip(spread_result) == _strip(local)
-    assert [r["counted_steps"] for r in spread_result["runs"]["2x4"]] == [1_000_000, 1_000_000]
+    assert [r["counted_steps"] for r in spread_result["runs"]["2x3"]] == [1_000_000, 1_000_000]
     rows = [json.loads(line) for line in (tmp_path / "tune" / "trials.jsonl").read_text().splitlines()]
     assert [r["state"] for r in rows] == ["COMPLETE"] * 3 and all(0 < r["value"] < 1 for r in rows)
-    assert (tmp_path / "tune" / "2x4.toml").read_text().startswith("# td on task 2x4")
+    assert (tmp_path / "tune" / "2x3.toml").read_text().startswith("# td on task 2x3")

@@ -20,35 +20,35 @@ def test_a_tuning_runs_writes_its_log_and_file_and_resumes(tmp_path):
     from experiments.suite.trainers import DQN_KEYS, load_hyperparams
 
     out = tmp_path / "tune"
-    first = tune(TRAINER, "2x4", trials=2, steps=2000, out=out, progress=False)
+    first = tune(TRAINER, "2x3", trials=2, steps=2000, out=out, progress=False)
     rows = [json.loads(line) for line in (out / "trials.jsonl").read_text().splitlines()]
     assert [r["state"] for r in rows] == ["COMPLETE", "COMPLETE"] and all(0 < r["value"] < 1 for r in rows)
     assert first["best"]["value"] == max(r["value"] for r in rows)
     # an interruption leaves a trial running: the resumed tuning marks it failed and finishes the trials asked for
     study = optuna.load_study(study_name="tune", storage=f"sqlite:///{out / 'study.db'}")
     study.ask()
-    result = tune(TRAINER, "2x4", trials=3, steps=2000, out=out, progress=False)
+    result = tune(TRAINER, "2x3", trials=3, steps=2000, out=out, progress=False)
     rows = [json.loads(line) for line in (out / "trials.jsonl").read_text().splitlines()]
     assert [r["state"] for r in rows] == ["COMPLETE", "COMPLETE", "FAIL", "COMPLETE"]
     space = load_search_space("dqn")
     assert set(rows[3]["params"]) == set(space)
     # the chosen file: the task's file with the best trial's values, every key set
-    chosen = (out / "2x4.toml").read_text()
+    chosen = (out / "2x3.toml").read_text()
     assert f"trial {result['best']['number']} of 3" in chosen and "2,000 steps on 1 tuning seed" in chosen
     import tomllib
 
     values = tomllib.loads(chosen)
-    assert set(values) == set(DQN_KEYS) == set(load_hyperparams("dqn", "2x4"))
+    assert set(values) == set(DQN_KEYS) == set(load_hyperparams("dqn", "2x3"))
     assert all(values[k] == v for k, v in result["best"]["params"].items())
     assert (out / "search-space.toml").read_text() == (SEARCH_SPACES / "dqn.toml").read_text()
     with pytest.raises(ValueError, match="holds a tuning with other steps"):
-        tune(TRAINER, "2x4", trials=3, steps=4000, out=out, progress=False)
+        tune(TRAINER, "2x3", trials=3, steps=4000, out=out, progress=False)
     # the objective is the score of a policy trained on the tuning seed, not on an evaluation seed: it repeats
     from experiments.suite import get_task
     from experiments.suite.trainers import dqn
 
     best = result["best"]
-    assert trial_score(dqn, get_task("2x4"), 2000, [TUNING_SEED], best["params"]) == best["value"]
+    assert trial_score(dqn, get_task("2x3"), 2000, [TUNING_SEED], best["params"]) == best["value"]
 
 
 def test_td_is_tuned_under_the_same_protocol(tmp_path):
@@ -61,7 +61,7 @@ def test_td_is_tuned_under_the_same_protocol(tmp_path):
 
     for t in SUITE_V1 + SUITE_V2:
         assert set(load_hyperparams("td", t.name, TD_KEYS)) == set(TD_KEYS)
-    result = tune("experiments.suite.trainers:td", "2x4", trials=2, steps=2000, out=tmp_path / "td", progress=False)
-    chosen = tomllib.loads((tmp_path / "td" / "2x4.toml").read_text())
+    result = tune("experiments.suite.trainers:td", "2x3", trials=2, steps=2000, out=tmp_path / "td", progress=False)
+    chosen = tomllib.loads((tmp_path / "td" / "2x3.toml").read_text())
     assert set(chosen) == set(TD_KEYS) and chosen["schedule"] == result["best"]["params"]["schedule"]
-    assert trial_score(td, get_task("2x4"), 2000, [TUNING_SEED], chosen) == result["best"]["value"]
+    assert trial_score(td, get_task("2x3"), 2000, [TUNING_SEED], chosen) == result["best"]["value"]
