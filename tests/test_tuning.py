@@ -65,3 +65,40 @@ def test_td_is_tuned_under_the_same_protocol(tmp_path):
     chosen = tomllib.loads((tmp_path / "td" / "2x3.toml").read_text())
     assert set(chosen) == set(TD_KEYS) and chosen["schedule"] == result["best"]["params"]["schedule"]
     assert trial_score(td, get_task("2x3"), 2000, [TUNING_SEED], chosen) == result["best"]["value"]
+
+
+def test_the_registry_keeps_a_learner_s_tunings_and_states_their_cost(tmp_path):
+    """A registry entry of a tuned learner keeps each tuning's log, space and chosen file beside it, and its
+    table states the tuning's environment steps (complete trials x steps x seeds) and time."""
+    from experiments.suite import SUITE_V2, registry
+
+    out = tmp_path / "tune"
+    tune(TRAINER, "2x3", trials=2, steps=1000, out=out, progress=False)
+    names = [t.name for t in SUITE_V2]
+    results = tmp_path / "results"
+    results.mkdir()
+    suite = {
+        "suite_version": 2,
+        "tasks": names,
+        "trainer": TRAINER,
+        "track": "env-only",
+        "normalized": [[0.5] * len(names)],
+        "method": dict.fromkeys(names, "exact"),
+        "family": {t.name: t.kind for t in SUITE_V2},
+        "runs": {n: [{"seconds": 1.0, "train_seconds": 2.0}] for n in names},
+        "provenance": {"commit": "0123456789abcdef"},
+    }
+    (results / "suite.json").write_text(json.dumps({**suite, "trainer": "experiments.suite.trainers:maskable_ppo"}))
+    with pytest.raises(ValueError, match="tuned 'experiments.suite.trainers:dqn', not the run's trainer"):
+        registry.add(results, "ppo", registry=tmp_path / "reg", tuning=[out])
+    (results / "suite.json").write_text(json.dumps(suite))
+    entry = json.loads(registry.add(results, "dqn", registry=tmp_path / "reg", tuning=[out]).read_text())
+    rows = [json.loads(line) for line in (out / "trials.jsonl").read_text().splitlines()]
+    summary = entry["tuning"]["2x3"]
+    assert summary["trials"] == 2 and summary["env_steps"] == 2 * 1000 * 1
+    assert summary["seconds"] == pytest.approx(sum(r["seconds"] for r in rows))
+    assert summary["best_trial"] == max(rows, key=lambda r: r["value"])["number"]
+    kept = tmp_path / "reg" / "tuning" / "dqn" / "2x3"
+    assert sorted(p.name for p in kept.iterdir()) == ["2x3.toml", "search-space.toml", "trials.jsonl", "tune.json"]
+    table = registry.tables(registry.load(tmp_path / "reg"), reps=20)
+    assert "| dqn | env-only | 1 | 24 s | 0.002 M steps, " in table  # 8 tasks x 3 s

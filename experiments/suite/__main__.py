@@ -73,7 +73,8 @@ def cmd_registry(args) -> int:
         if not args.name:
             print("error: --add needs --name", file=sys.stderr)
             return 2
-        print(f"added {registry.add(args.add, args.name)}")
+        tuning = [d for d in (args.tuning or "").split(",") if d]
+        print(f"added {registry.add(args.add, args.name, tuning=tuning)}")
     stale = registry.render(check=args.check)
     if args.check:
         for path in stale:
@@ -216,6 +217,7 @@ def main(argv=None) -> int:
     p = sub.add_parser("registry", help="regenerate the README's headline and docs/suite.md from the registry")
     p.add_argument("--add", metavar="DIR", help="first copy this results directory's suite.json into the registry")
     p.add_argument("--name", help="its name in the registry (with --add)")
+    p.add_argument("--tuning", help="with --add: comma-separated tuning directories (tune --out) that chose its files")
     p.add_argument("--check", action="store_true", help="only check that the generated blocks are up to date")
     p.set_defaults(func=cmd_registry)
     p = sub.add_parser("tune", help="tune a trainer's hyperparameters on a task with Optuna (the suite's protocol)")

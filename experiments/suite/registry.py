@@ -50,9 +50,40 @@ README, PAGE = ROOT / "README.md", ROOT / "docs" / "suite.md"
 PLOTS = {"aggregates": ROOT / "docs" / "suite-aggregates.png", "profiles": ROOT / "docs" / "suite-profiles.png"}
 
 
-def add(results_dir, name: str, registry: Path | None = None) -> Path:
+#: The files of a tuning directory (``python -m experiments.suite tune``) the registry keeps.
+TUNING_FILES = ("tune.json", "search-space.toml", "trials.jsonl")
+
+
+def tuning_summary(tuning_dir) -> dict:
+    """What a tuning directory cost and chose: ``{"task", "trainer", "trials", "steps", "seeds", "env_steps",
+    "seconds", "best_trial"}`` (``env_steps`` = complete trials x steps x seeds; failed trials not counted)."""
+    tuning_dir = Path(tuning_dir)
+    if not (tuning_dir / "tune.json").exists():
+        raise FileNotFoundError(f"{tuning_dir}: no tune.json (not a directory of `python -m experiments.suite tune`)")
+    meta = json.loads((tuning_dir / "tune.json").read_text())
+    rows = [json.loads(line) for line in (tuning_dir / "trials.jsonl").read_text().splitlines() if line]
+    complete = [r for r in rows if r["state"] == "COMPLETE"]
+    if not complete or not (tuning_dir / f"{meta['task']}.toml").exists():
+        raise ValueError(f"{tuning_dir}: the tuning has not finished (no complete trial, or no {meta['task']}.toml)")
+    best = max(complete, key=lambda r: r["value"])
+    return {
+        "task": meta["task"],
+        "trainer": meta["trainer"],
+        "trials": len(complete),
+        "steps": meta["steps"],
+        "seeds": meta["seeds"],
+        "env_steps": len(complete) * meta["steps"] * meta["seeds"],
+        "seconds": sum(r.get("seconds") or 0.0 for r in rows),
+        "best_trial": best["number"],
+    }
+
+
+def add(results_dir, name: str, registry: Path | None = None, tuning=()) -> Path:
     """Copy a finished results directory's suite.json into the registry of its suite version as ``NAME.json``
-    (``registry``: another directory); it must cover every task of the current suite version."""
+    (``registry``: another directory); it must cover every task of the current suite version.  ``tuning``: the
+    tuning directories that chose the learner's hyperparameter files, one per task tuned, of the run's trainer:
+    their log, search space and chosen file are kept in ``REGISTRY/tuning/NAME/TASK/``, and the entry records
+    each one's cost (:func:`tuning_summary`)."""
     source = Path(results_dir) / "suite.json"
     if not source.exists():
         raise FileNotFoundError(f"{results_dir}: no suite.json (the run has not finished)")
@@ -65,9 +96,25 @@ def add(results_dir, name: str, registry: Path | None = None) -> Path:
             f"v{data.get('suite_version')} {data.get('tasks')}"
         )
     registry = registry_dir() if registry is None else registry
+    summaries = {}
+    for tuning_dir in tuning:
+        summary = tuning_summary(tuning_dir)
+        if summary["trainer"] != data.get("trainer"):
+            trainer = data.get("trainer")
+            raise ValueError(f"{tuning_dir} tuned {summary['trainer']!r}, not the run's trainer {trainer!r}")
+        if summary["task"] in summaries:
+            raise ValueError(f"two tunings of task {summary['task']} given: one per task")
+        summaries[summary["task"]] = summary
     registry.mkdir(parents=True, exist_ok=True)
+    for tuning_dir, summary in zip(tuning, summaries.values(), strict=True):
+        kept = registry / "tuning" / name / summary["task"]
+        kept.mkdir(parents=True, exist_ok=True)
+        for file in (*TUNING_FILES, f"{summary['task']}.toml"):
+            shutil.copyfile(Path(tuning_dir) / file, kept / file)
+    if summaries:
+        data["tuning"] = summaries
     target = registry / f"{name}.json"
-    shutil.copyfile(source, target)
+    target.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     return target
 
 
@@ -105,8 +152,8 @@ def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggreg
     version = next(iter(entries.values()))["suite_version"]
     tracks = {name: track_of_result(data) for name, data in entries.items()}
     lines = [
-        "| agent | track | runs | time | " + " | ".join(f"`{n}`" for n in names) + " |",
-        "|---|---|---:|---:|" + "---:|" * len(names),
+        "| agent | track | runs | time | tuning | " + " | ".join(f"`{n}`" for n in names) + " |",
+        "|---|---|---:|---:|---:|" + "---:|" * len(names),
     ]
     for name, data in entries.items():
         matrix = np.asarray(data["normalized"], float)
@@ -114,7 +161,7 @@ def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggreg
         for j, task in enumerate(names):
             mark = "" if data["method"][task] == "exact" else "†"
             cells.append(f"{_fmt(matrix[:, j].mean())}{mark}")
-        runs = f"{name} | {tracks[name]} | {matrix.shape[0]} | {_duration(run_seconds(data))}"
+        runs = f"{name} | {tracks[name]} | {matrix.shape[0]} | {_duration(run_seconds(data))} | {_tuning(data)}"
         lines.append(f"| {runs} | " + " | ".join(cells) + " |")
     families = task_families(next(iter(entries.values())))
     if aggregates is None:
@@ -138,13 +185,23 @@ def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggreg
     lines += [
         "",
         f"Scores V^π / V* (1 = optimal play); † Monte Carlo (1,000 games, Wilson 95% CI in the run files), "
-        "the others exact; time: training and scoring, summed over the runs (tables built beforehand). "
+        "the others exact; time: training and scoring, summed over the runs (tables built beforehand); tuning: "
+        "the environment steps and time of the tunings that chose the learner's settings (`tune`). "
         "Aggregates over runs × tasks with rliable's stratified bootstrap, 95% CIs, per family of tasks and "
         "overall, each over one agent's runs. "
         f"Generated by `python -m experiments.suite registry` from docs/reference/suite-v{version}/ "
         f"(commits {', '.join(commits)}).",
     ]
     return "\n".join(lines)
+
+
+def _tuning(data: dict) -> str:
+    """The tuning compute of an entry: environment steps and time over its tunings, or a dash."""
+    tunings = data.get("tuning", {}).values()
+    if not tunings:
+        return "—"
+    steps = sum(t["env_steps"] for t in tunings)
+    return f"{steps / 1e6:.3g} M steps, {_duration(sum(t['seconds'] for t in tunings))}"
 
 
 def run_seconds(data: dict) -> float:
