@@ -15,17 +15,9 @@ from sockets import SocketWatch, unrelated_traffic
 
 require_ray()
 
-from experiments.suite.runner import TIMING_KEYS, run_suite  # noqa: E402
+from experiments.suite.runner import run_suite, without_timings  # noqa: E402
 
 pytestmark = pytest.mark.slow  # starts a Ray cluster
-
-
-def _strip(data):
-    if isinstance(data, dict):
-        return {k: _strip(v) for k, v in data.items() if k not in TIMING_KEYS}
-    if isinstance(data, list):
-        return [_strip(v) for v in data]
-    return data
 
 
 def test_a_run_and_a_tuning_spread_over_two_nodes_on_the_loopback(tmp_path):
@@ -33,8 +25,8 @@ def test_a_run_and_a_tuning_spread_over_two_nodes_on_the_loopback(tmp_path):
     script = Path(__file__).with_name("ray_suite_run.py")
     with unrelated_traffic("127.0.0.2", pause=0.05) as other:
         watch = SocketWatch(tmp_path / "trace", treat_as_remote=[other.address])
-        with watch.run([sys.executable, str(script), str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True) as proc:  # fmt: skip
+        args = [sys.executable, str(script), str(tmp_path)]
+        with watch.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
             _, stderr = proc.communicate(timeout=600)
     assert proc.returncode == 0, stderr[-5000:]
     assert {"gcs_server", "raylet"} <= {o.name for o in watch.listeners()}
@@ -42,7 +34,7 @@ def test_a_run_and_a_tuning_spread_over_two_nodes_on_the_loopback(tmp_path):
     other.check_not_blamed(watch)
     local = run_suite(tmp_path / "local", 2, trainer="experiments.suite.trainers:td", tasks="2x3", progress=False)
     spread_result = json.loads((spread / "suite.json").read_text())
-    assert _strip(spread_result) == _strip(local)
+    assert without_timings(spread_result) == without_timings(local)
     assert [r["counted_steps"] for r in spread_result["runs"]["2x3"]] == [1_000_000, 1_000_000]
     rows = [json.loads(line) for line in (tmp_path / "tune" / "trials.jsonl").read_text().splitlines()]
     assert [r["state"] for r in rows] == ["COMPLETE"] * 3 and all(0 < r["value"] < 1 for r in rows)

@@ -18,7 +18,7 @@ import pytest
 import env2048  # noqa: F401
 from experiments.suite import SUITE_V1, SUITE_V2, TaskError, get_task
 from experiments.suite.__main__ import main as suite_main
-from experiments.suite.runner import TIMING_KEYS, SuiteRunError, run_suite
+from experiments.suite.runner import SuiteRunError, run_suite, without_timings
 from experiments.suite.scoring import wilson_interval
 from experiments.suite.tasks import ensure_table, matches_pinned_value, table_digest
 from oracle import Oracle
@@ -118,14 +118,6 @@ def test_aggregates_against_hand_computation():
     assert point == pytest.approx((8 / 16 + 10 / 16) / 2) and low <= point <= high
 
 
-def _strip(data):
-    if isinstance(data, dict):
-        return {k: _strip(v) for k, v in data.items() if k not in TIMING_KEYS}
-    if isinstance(data, list):
-        return [_strip(v) for v in data]
-    return data
-
-
 @pytest.mark.slow
 def test_a_run_writes_the_matrix_resumes_and_repeats(tmp_path, capsys):
     out = tmp_path / "greedy"
@@ -150,7 +142,7 @@ def test_a_run_writes_the_matrix_resumes_and_repeats(tmp_path, capsys):
     run_suite(out, 2, agent="greedy", tasks="2x4", progress=False)
     assert (out / "runs" / "2x4" / "seed-0.json").read_text() == kept
     again = run_suite(tmp_path / "again", 2, agent="greedy", tasks="2x4", progress=False)
-    assert _strip(again) == _strip(json.loads((out / "suite.json").read_text()))
+    assert without_timings(again) == without_timings(json.loads((out / "suite.json").read_text()))
 
 
 def test_a_v1_results_directory_is_refused_by_a_v2_run_and_opens_in_compare_as_v1(tmp_path):

@@ -36,6 +36,16 @@ from .training import TrainingRun, track_of
 TIMING_KEYS = ("seconds", "train_seconds", "created", "provenance")
 
 
+def without_timings(data):
+    """``data`` (a suite.json or run file, as loaded) without its :data:`TIMING_KEYS`, at every depth: what two
+    runs of the same command share."""
+    if isinstance(data, dict):
+        return {k: without_timings(v) for k, v in data.items() if k not in TIMING_KEYS}
+    if isinstance(data, list):
+        return [without_timings(v) for v in data]
+    return data
+
+
 class SuiteRunError(RuntimeError):
     """A run of the suite stopped; the message names the task, the seed and the cause.  Finished runs are kept."""
 

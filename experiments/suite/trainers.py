@@ -152,6 +152,24 @@ def with_overrides(params: dict, overrides: dict | None) -> dict:
     return {**params, **(overrides or {})}
 
 
+def _sb3_model(algorithm, hp: dict, vec, seed: int, keys: tuple[str, ...]):
+    """An SB3 model of class ``algorithm`` on ``vec``: the file's ``policy`` and ``net_arch``, its ``keys`` as the
+    constructor's keywords, on the CPU, silent (SB3's default logger makes a /tmp/SB3-* folder per run)."""
+    from stable_baselines3.common.logger import Logger
+
+    model = algorithm(
+        hp["policy"],
+        vec,
+        **{k: hp[k] for k in keys},
+        seed=seed,
+        device="cpu",
+        verbose=0,
+        policy_kwargs={"net_arch": list(hp["net_arch"])},
+    )
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    return model
+
+
 def _training_vec_env(run: TrainingRun, hp: dict, seed: int, shaping: str):
     """The run's counted vector env for an SB3 learner: the file's reward, shaped if asked (before any scaling,
     so that the potential's differences are scaled with the reward), then scaled by ``VecNormalize`` if the file
@@ -181,7 +199,6 @@ def maskable_ppo(task, budget_steps: int, seed: int, monitor=None, shaping: str 
     ``hyperparams``: values that replace the file's (a tuning trial's), each a key of the file."""
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.logger import Logger
 
     run = as_run(task, budget_steps, "env-only")
     hp = with_overrides(load_hyperparams("maskable_ppo", task.name, PPO_KEYS), hyperparams)
@@ -190,22 +207,8 @@ def maskable_ppo(task, budget_steps: int, seed: int, monitor=None, shaping: str 
     if steps == 0:
         raise ValueError(f"{task.name}: a budget of {budget_steps} steps holds no rollout of {rollout}")
     vec = _training_vec_env(run, hp, seed, shaping)
-    model = MaskablePPO(
-        hp["policy"],
-        vec,
-        learning_rate=hp["learning_rate"],
-        n_steps=hp["n_steps"],
-        batch_size=hp["batch_size"],
-        n_epochs=hp["n_epochs"],
-        gamma=hp["gamma"],
-        gae_lambda=hp["gae_lambda"],
-        ent_coef=hp["ent_coef"],
-        seed=seed,
-        device="cpu",
-        verbose=0,
-        policy_kwargs={"net_arch": list(hp["net_arch"])},
-    )
-    model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default logger makes a /tmp/SB3-* folder per run
+    ppo_args = ("learning_rate", "n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "ent_coef")
+    model = _sb3_model(MaskablePPO, hp, vec, seed, ppo_args)
 
     class Bar(BaseCallback):
         def _on_training_start(self) -> None:
@@ -271,7 +274,6 @@ def dqn(task, budget_steps: int, seed: int, shaping: str = "none", hyperparams=N
     ``shaping`` and ``hyperparams`` as for :func:`maskable_ppo`."""
     from stable_baselines3 import DQN
     from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.logger import Logger
 
     run = as_run(task, budget_steps, "env-only")
     hp = with_overrides(load_hyperparams("dqn", task.name, DQN_KEYS), hyperparams)
@@ -286,25 +288,19 @@ def dqn(task, budget_steps: int, seed: int, shaping: str = "none", hyperparams=N
     if steps == 0:
         raise ValueError(f"{task.name}: a budget of {budget_steps} steps holds no collection of {collection}")
     vec = _training_vec_env(run, hp, seed, shaping)
-    model = algorithm(
-        hp["policy"],
-        vec,
-        learning_rate=hp["learning_rate"],
-        buffer_size=hp["buffer_size"],
-        learning_starts=hp["learning_starts"],
-        batch_size=hp["batch_size"],
-        gamma=hp["gamma"],
-        train_freq=hp["train_freq"],
-        gradient_steps=hp["gradient_steps"],
-        target_update_interval=hp["target_update_interval"],
-        exploration_fraction=hp["exploration_fraction"],
-        exploration_final_eps=hp["exploration_final_eps"],
-        seed=seed,
-        device="cpu",
-        verbose=0,
-        policy_kwargs={"net_arch": list(hp["net_arch"])},
+    dqn_args = (
+        "learning_rate",
+        "buffer_size",
+        "learning_starts",
+        "batch_size",
+        "gamma",
+        "train_freq",
+        "gradient_steps",
+        "target_update_interval",
+        "exploration_fraction",
+        "exploration_final_eps",
     )
-    model.set_logger(Logger(folder=None, output_formats=[]))
+    model = _sb3_model(algorithm, hp, vec, seed, dqn_args)
 
     class Bar(BaseCallback):
         def _on_step(self) -> bool:
