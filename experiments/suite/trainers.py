@@ -152,15 +152,20 @@ def with_overrides(params: dict, overrides: dict | None) -> dict:
     return {**params, **(overrides or {})}
 
 
+#: The keys of a file that are not keywords of the algorithm's constructor (the suite's own, or passed apart).
+NOT_CONSTRUCTOR_KEYS = ("algorithm", "policy", "net_arch", "n_envs", "reward", "normalize_reward")
+
+
 def _sb3_model(algorithm, hp: dict, vec, seed: int, keys: tuple[str, ...]):
-    """An SB3 model of class ``algorithm`` on ``vec``: the file's ``policy`` and ``net_arch``, its ``keys`` as the
-    constructor's keywords, on the CPU, silent (SB3's default logger makes a /tmp/SB3-* folder per run)."""
+    """An SB3 model of class ``algorithm`` on ``vec``: the file's ``policy`` and ``net_arch``, its other ``keys``
+    (but :data:`NOT_CONSTRUCTOR_KEYS`) as the constructor's keywords, on the CPU, silent (SB3's default logger
+    makes a /tmp/SB3-* folder per run)."""
     from stable_baselines3.common.logger import Logger
 
     model = algorithm(
         hp["policy"],
         vec,
-        **{k: hp[k] for k in keys},
+        **{k: hp[k] for k in keys if k not in NOT_CONSTRUCTOR_KEYS},
         seed=seed,
         device="cpu",
         verbose=0,
@@ -207,8 +212,7 @@ def maskable_ppo(task, budget_steps: int, seed: int, monitor=None, shaping: str 
     if steps == 0:
         raise ValueError(f"{task.name}: a budget of {budget_steps} steps holds no rollout of {rollout}")
     vec = _training_vec_env(run, hp, seed, shaping)
-    ppo_args = ("learning_rate", "n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "ent_coef")
-    model = _sb3_model(MaskablePPO, hp, vec, seed, ppo_args)
+    model = _sb3_model(MaskablePPO, hp, vec, seed, PPO_KEYS)
 
     class Bar(BaseCallback):
         def _on_training_start(self) -> None:
@@ -288,19 +292,7 @@ def dqn(task, budget_steps: int, seed: int, shaping: str = "none", hyperparams=N
     if steps == 0:
         raise ValueError(f"{task.name}: a budget of {budget_steps} steps holds no collection of {collection}")
     vec = _training_vec_env(run, hp, seed, shaping)
-    dqn_args = (
-        "learning_rate",
-        "buffer_size",
-        "learning_starts",
-        "batch_size",
-        "gamma",
-        "train_freq",
-        "gradient_steps",
-        "target_update_interval",
-        "exploration_fraction",
-        "exploration_final_eps",
-    )
-    model = _sb3_model(algorithm, hp, vec, seed, dqn_args)
+    model = _sb3_model(algorithm, hp, vec, seed, DQN_KEYS)
 
     class Bar(BaseCallback):
         def _on_step(self) -> bool:
