@@ -152,6 +152,26 @@ def with_overrides(params: dict, overrides: dict | None) -> dict:
     return {**params, **(overrides or {})}
 
 
+def _learn(model, steps: int, desc: str, callback):
+    """``model.learn(steps)`` with a progress bar, the callback class ``callback``'s instance holding it as ``bar``;
+    the env closed after.  Returns the model, with ``train_steps``."""
+    with tqdm(total=steps, unit="step", desc=desc, mininterval=10) as bar:
+        hook = callback()
+        hook.bar = bar
+        model.learn(total_timesteps=steps, callback=hook)
+    model.get_env().close()
+    model.train_steps = int(model.num_timesteps)
+    return model
+
+
+def _whole_units(task, budget_steps: int, unit: int, what: str) -> int:
+    """The steps of the whole ``unit``-step rollouts or collections that fit in the budget (none: an error)."""
+    steps = budget_steps // unit * unit
+    if steps == 0:
+        raise ValueError(f"{task.name}: a budget of {budget_steps} steps holds no {what} of {unit}")
+    return steps
+
+
 #: The keys of a file that are not keywords of the algorithm's constructor (the suite's own, or passed apart).
 NOT_CONSTRUCTOR_KEYS = ("algorithm", "policy", "net_arch", "n_envs", "reward", "normalize_reward")
 
@@ -207,12 +227,8 @@ def maskable_ppo(task, budget_steps: int, seed: int, monitor=None, shaping: str 
 
     run = as_run(task, budget_steps, "env-only")
     hp = with_overrides(load_hyperparams("maskable_ppo", task.name, PPO_KEYS), hyperparams)
-    rollout = hp["n_envs"] * hp["n_steps"]
-    steps = budget_steps // rollout * rollout
-    if steps == 0:
-        raise ValueError(f"{task.name}: a budget of {budget_steps} steps holds no rollout of {rollout}")
-    vec = _training_vec_env(run, hp, seed, shaping)
-    model = _sb3_model(MaskablePPO, hp, vec, seed, PPO_KEYS)
+    steps = _whole_units(task, budget_steps, hp["n_envs"] * hp["n_steps"], "rollout")
+    model = _sb3_model(MaskablePPO, hp, _training_vec_env(run, hp, seed, shaping), seed, PPO_KEYS)
 
     class Bar(BaseCallback):
         def _on_training_start(self) -> None:
@@ -220,7 +236,7 @@ def maskable_ppo(task, budget_steps: int, seed: int, monitor=None, shaping: str 
                 monitor.record(0, self.model)
 
         def _on_step(self) -> bool:
-            bar.update(self.training_env.num_envs)
+            self.bar.update(self.training_env.num_envs)
             if monitor is not None and monitor.due(self.num_timesteps):
                 monitor.record(self.num_timesteps, self.model)
             return True
@@ -231,11 +247,7 @@ def maskable_ppo(task, budget_steps: int, seed: int, monitor=None, shaping: str 
                 planes = buffer.observations.reshape(-1, *buffer.observations.shape[2:])
                 monitor.price(planes.argmax(axis=1).astype(np.uint8), buffer.actions.reshape(-1))
 
-    with tqdm(total=steps, unit="step", desc=f"MaskablePPO {task.name} seed {seed}", mininterval=10) as bar:
-        model.learn(total_timesteps=steps, callback=Bar())
-    vec.close()
-    model.train_steps = int(model.num_timesteps)
-    return model
+    return _learn(model, steps, f"MaskablePPO {task.name} seed {seed}", Bar)
 
 
 maskable_ppo.track = "env-only"
@@ -287,23 +299,15 @@ def dqn(task, budget_steps: int, seed: int, shaping: str = "none", hyperparams=N
         from sb3_contrib import QRDQN as algorithm
     else:
         algorithm = DQN
-    collection = hp["n_envs"] * hp["train_freq"]
-    steps = budget_steps // collection * collection
-    if steps == 0:
-        raise ValueError(f"{task.name}: a budget of {budget_steps} steps holds no collection of {collection}")
-    vec = _training_vec_env(run, hp, seed, shaping)
-    model = _sb3_model(algorithm, hp, vec, seed, DQN_KEYS)
+    steps = _whole_units(task, budget_steps, hp["n_envs"] * hp["train_freq"], "collection")
+    model = _sb3_model(algorithm, hp, _training_vec_env(run, hp, seed, shaping), seed, DQN_KEYS)
 
     class Bar(BaseCallback):
         def _on_step(self) -> bool:
-            bar.update(self.training_env.num_envs)
+            self.bar.update(self.training_env.num_envs)
             return True
 
-    with tqdm(total=steps, unit="step", desc=f"{hp['algorithm']} {task.name} seed {seed}", mininterval=10) as bar:
-        model.learn(total_timesteps=steps, callback=Bar())
-    vec.close()
-    model.train_steps = int(model.num_timesteps)
-    return model
+    return _learn(model, steps, f"{hp['algorithm']} {task.name} seed {seed}", Bar)
 
 
 dqn.track = "env-only"
