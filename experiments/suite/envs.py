@@ -40,8 +40,7 @@ def make_task_env(
     t = _task(task, version)
     if oracle is None:
         oracle = t.version == 1
-    if t.version >= 2:
-        kwargs.setdefault("invalid_action", "terminate")
+    kwargs.setdefault("invalid_action", t.invalid_action)
     table = ensure_table(t, progress) if oracle else None
     if t.pattern is not None:
         return make_endgame_env(t.pattern, t.target, oracle_table=table, **kwargs)
@@ -80,7 +79,6 @@ def make_task_vec_env(task: str | Task, n_envs: int, seed: int, reward: str, ver
     from env2048.endgame import Endgame2048Env
 
     t = _task(task, version)
-    invalid_action = "terminate" if t.version >= 2 else "noop"
     if reward not in ("score", "goal"):
         raise ValueError(f"reward must be 'score' or 'goal', got {reward!r}")
     if reward == "score" and t.kind != "score":
@@ -88,7 +86,7 @@ def make_task_vec_env(task: str | Task, n_envs: int, seed: int, reward: str, ver
     if t.pattern is not None:
         vec = DummyVecEnv(
             [
-                lambda: OneHotBoard(Endgame2048Env(t.pattern, t.target, invalid_action=invalid_action))
+                lambda: OneHotBoard(Endgame2048Env(t.pattern, t.target, invalid_action=t.invalid_action))
                 for _ in range(n_envs)
             ]
         )
@@ -96,7 +94,7 @@ def make_task_vec_env(task: str | Task, n_envs: int, seed: int, reward: str, ver
         rows, cols = t.shape
         goal = None if t.kind == "score" else 1 << t.spec().target_exponent
         vec = Game2048SB3VecEnv(
-            n_envs, rows, cols, goal_tile=goal, obs_mode="onehot", reward=reward, invalid_action=invalid_action
+            n_envs, rows, cols, goal_tile=goal, obs_mode="onehot", reward=reward, invalid_action=t.invalid_action
         )
     vec.seed(seed)
     return vec

@@ -199,15 +199,17 @@ def _cell(out: Path, task: Task, seed: int) -> Path:
     return out / "runs" / task.name / f"seed-{seed}.json"
 
 
-def compute_cell(task: Task, seed: int, agent, train, oracle, curve: int = 0, progress: bool = False) -> dict:
-    """One (task, seed) of a run: ``agent`` scored, or ``train``'s policy trained then scored, on ``oracle`` (the
-    task's table): the dict of its run file."""
+def compute_cell(
+    task: Task, seed: int, agent, train, oracle, curve: int = 0, progress: bool = False, **options
+) -> dict:
+    """One (task, seed) of a run: ``agent`` scored, or ``train``'s policy trained (``options`` passed to it, as
+    :func:`train_on_task` does) then scored, on ``oracle`` (the task's table): the dict of its run file."""
     rows, cols = task.shape
     cell = {"task": task.name, "seed": seed, "env_id": task.env_id, "suite_version": SUITE_VERSION}
     policy, monitor = agent, None
     if train is not None:
         monitor = TrainingMonitor(task, oracle, curve, seed, progress) if curve else None
-        policy, facts = train_on_task(train, task, seed, monitor)
+        policy, facts = train_on_task(train, task, seed, monitor, **options)
         cell.update(facts)
     player = make_policy(policy, rows, cols, seed, oracle)
     cell.update(score_policy(task, oracle, player, seed, progress))

@@ -72,6 +72,11 @@ class Task:
         return "score" if self.pattern is None and self.objective == "score" else "success"
 
     @property
+    def invalid_action(self) -> str:
+        """What an illegal move does in the task's envs: ends the game from suite v2 on, changes nothing in v1."""
+        return "terminate" if self.version >= 2 else "noop"
+
+    @property
     def shape(self) -> tuple[int, int]:
         spec = self.spec()
         return spec.rows, spec.cols

@@ -117,6 +117,16 @@ PPO_KEYS = (
 )
 
 
+def read_toml(path: Path) -> dict:
+    """The TOML file at ``path`` (``tomllib``, or ``tomli``, the same parser, before Python 3.11)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+    with Path(path).open("rb") as f:
+        return tomllib.load(f)
+
+
 def load_hyperparams(algorithm: str, task: str, required: tuple[str, ...] = ()) -> dict:
     """The hyperparameters of ``algorithm`` on ``task`` from its TOML file; a clear error for a missing file or a
     missing or unknown key."""
@@ -127,12 +137,7 @@ def load_hyperparams(algorithm: str, task: str, required: tuple[str, ...] = ()) 
             f"no hyperparameters for {algorithm} on task {task!r}: {path} is missing "
             f"(files exist for {', '.join(known) or 'no task'})"
         )
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # the same parser, before it joined the standard library
-        import tomli as tomllib
-    with path.open("rb") as f:
-        params = tomllib.load(f)
+    params = read_toml(path)
     if required:
         missing = [k for k in required if k not in params]
         unknown = [k for k in params if k not in required]
@@ -288,17 +293,15 @@ def dqn(task, budget_steps: int, seed: int, shaping: str = "none", hyperparams=N
     observations, the task's own game).  It has no action masks: an illegal move ends the game with reward 0, the
     v2 rule, so it learns to avoid them as it learns any other losing move; it is scored by the same rule.
     ``shaping`` and ``hyperparams`` as for :func:`maskable_ppo`."""
-    from stable_baselines3 import DQN
     from stable_baselines3.common.callbacks import BaseCallback
+
+    from agents.sb3 import algorithm_class
 
     run = as_run(task, budget_steps, "env-only")
     hp = with_overrides(load_hyperparams("dqn", task.name, DQN_KEYS), hyperparams)
     if hp["algorithm"] not in ("DQN", "QRDQN"):
         raise ValueError(f"dqn/{task.name}.toml: algorithm must be 'DQN' or 'QRDQN', got {hp['algorithm']!r}")
-    if hp["algorithm"] == "QRDQN":
-        from sb3_contrib import QRDQN as algorithm
-    else:
-        algorithm = DQN
+    algorithm = algorithm_class(hp["algorithm"])
     steps = _whole_units(task, budget_steps, hp["n_envs"] * hp["train_freq"], "collection")
     model = _sb3_model(algorithm, hp, _training_vec_env(run, hp, seed, shaping), seed, DQN_KEYS)
 

@@ -38,20 +38,15 @@ def algorithm_of(train) -> str:
     return name.removesuffix("_shaped")
 
 
-def _toml(path: Path) -> dict:
-    import tomllib
-
-    with path.open("rb") as f:
-        return tomllib.load(f)
-
-
 def load_search_space(algorithm: str) -> dict:
     """``{key: {"low", "high", "log"} or {"choices"}}`` of ``search_spaces/ALGORITHM.toml``, checked."""
     path = SEARCH_SPACES / f"{algorithm}.toml"
     if not path.exists():
         known = ", ".join(sorted(p.stem for p in SEARCH_SPACES.glob("*.toml")))
         raise FileNotFoundError(f"no search space for {algorithm!r}: {path} is missing (spaces exist for {known})")
-    space = _toml(path)
+    from .trainers import read_toml
+
+    space = read_toml(path)
     for key, dim in space.items():
         if not (set(dim) == {"choices"} or {"low", "high"} <= set(dim) <= {"low", "high", "log"}):
             raise ValueError(f"{path}: [{key}] sets low and high (and log), or choices; got {sorted(dim)}")
@@ -73,25 +68,30 @@ def sample(trial, space: dict) -> dict:
 
 
 def trial_score(train, task, steps: int, seeds: list[int], params: dict) -> float:
-    """Mean normalized score over ``seeds`` of ``train`` with ``params`` for ``steps`` counted steps on ``task``."""
+    """Mean normalized score over ``seeds`` of ``train`` with ``params`` for ``steps`` counted steps on ``task``,
+    each seed trained and scored as a run's cell is (:func:`experiments.suite.runner.compute_cell`)."""
     from dataclasses import replace
 
-    from agents.registry import make_policy
     from oracle import Oracle
 
-    from .runner import train_on_task
-    from .scoring import score_policy
+    from .runner import compute_cell
     from .tasks import checked_table
 
     short = replace(task, budget_steps=steps)
-    rows, cols = task.shape
-    scores = []
     with Oracle.open(checked_table(task, progress=False)[0]) as oracle:
-        for seed in seeds:
-            policy, _ = train_on_task(train, short, seed, hyperparams=params)
-            player = make_policy(policy, rows, cols, seed, oracle)
-            scores.append(score_policy(short, oracle, player, seed, progress=False)["normalized"])
+        scores = [compute_cell(short, seed, None, train, oracle, hyperparams=params)["normalized"] for seed in seeds]
     return float(sum(scores) / len(scores))
+
+
+def timed_trial(trainer, task, steps: int, seeds: list[int], params: dict) -> tuple[float, float]:
+    """``(objective, seconds)`` of one trial of ``trainer`` (a function, or its ``module:function`` name, as a Ray
+    worker gets it)."""
+    from .policies import load_trainer
+
+    train = load_trainer(trainer) if isinstance(trainer, str) else trainer
+    start = time.perf_counter()
+    value = trial_score(train, task, steps, seeds, params)
+    return value, time.perf_counter() - start
 
 
 def _open_study(out: Path, sampler_seed: int):
@@ -162,10 +162,8 @@ def tune(
     tuning_seeds = list(range(TUNING_SEED, TUNING_SEED + seeds))
 
     def objective(trial):
-        params = sample(trial, space)
-        start = time.perf_counter()
-        value = trial_score(train, task, steps, tuning_seeds, params)
-        trial.set_user_attr("seconds", time.perf_counter() - start)
+        value, seconds = timed_trial(train, task, steps, tuning_seeds, sample(trial, space))
+        trial.set_user_attr("seconds", seconds)
         return value
 
     def complete() -> int:
@@ -192,15 +190,6 @@ def tune(
     return {"best": {"number": best.number, "value": best.value, "params": chosen}, "file": str(path)}
 
 
-def _remote_trial(trainer: str, task, steps: int, seeds: list[int], params: dict) -> tuple[float, float]:
-    """On a Ray worker: ``(objective, seconds)`` of one trial."""
-    from .policies import load_trainer
-
-    start = time.perf_counter()
-    value = trial_score(load_trainer(trainer), task, steps, seeds, params)
-    return value, time.perf_counter() - start
-
-
 def _optimize_on_ray(study, space, trainer, task, steps, seeds, wanted: int, address: str, out: Path, bar) -> None:
     """``wanted`` more complete trials, run as Ray tasks, as many at once as the cluster has CPUs (Optuna's
     ask-and-tell: each finished trial is told to the study, and the log written, as it comes back)."""
@@ -211,7 +200,7 @@ def _optimize_on_ray(study, space, trainer, task, steps, seeds, wanted: int, add
     from .spread import RETRIES
 
     with ray_session(None if address == "local" else address) as ray:
-        remote = ray.remote(max_retries=RETRIES, num_cpus=1)(_remote_trial)
+        remote = ray.remote(max_retries=RETRIES, num_cpus=1)(timed_trial)
         width = max(1, int(ray.cluster_resources().get("CPU", 1)))
         running: dict = {}
         told = 0
