@@ -20,35 +20,59 @@ def test_a_tuning_runs_writes_its_log_and_file_and_resumes(tmp_path):
     from experiments.suite.trainers import DQN_KEYS, load_hyperparams
 
     out = tmp_path / "tune"
-    first = tune(TRAINER, "2x3", trials=2, steps=2000, out=out, progress=False)
+    first = tune(TRAINER, "2x3", trials=2, steps=2000, out=out, progress=False, family=True)
     rows = [json.loads(line) for line in (out / "trials.jsonl").read_text().splitlines()]
     assert [r["state"] for r in rows] == ["COMPLETE", "COMPLETE"] and all(0 < r["value"] < 1 for r in rows)
     assert first["best"]["value"] == max(r["value"] for r in rows)
     # an interruption leaves a trial running: the resumed tuning marks it failed and finishes the trials asked for
     study = optuna.load_study(study_name="tune", storage=f"sqlite:///{out / 'study.db'}")
     study.ask()
-    result = tune(TRAINER, "2x3", trials=3, steps=2000, out=out, progress=False)
+    result = tune(TRAINER, "2x3", trials=3, steps=2000, out=out, progress=False, family=True)
     rows = [json.loads(line) for line in (out / "trials.jsonl").read_text().splitlines()]
     assert [r["state"] for r in rows] == ["COMPLETE", "COMPLETE", "FAIL", "COMPLETE"]
     space = load_search_space("dqn")
     assert set(rows[3]["params"]) == set(space)
     # the chosen file: the task's file with the best trial's values, every key set
+    import tomllib
+
     chosen = (out / "2x3.toml").read_text()
     assert f"trial {result['best']['number']} of 3" in chosen and "2,000 steps on 1 tuning seed" in chosen
-    import tomllib
 
     values = tomllib.loads(chosen)
     assert set(values) == set(DQN_KEYS) == set(load_hyperparams("dqn", "2x3"))
     assert all(values[k] == v for k, v in result["best"]["params"].items())
     assert (out / "search-space.toml").read_text() == (SEARCH_SPACES / "dqn.toml").read_text()
+    # --family: every score game gets its own file with the chosen values, its other settings its own
+    assert sorted(result["files"]) == sorted(str(out / f"{t}.toml") for t in ("2x3", "2x4", "3x3"))
+    for task in ("2x4", "3x3"):
+        text = (out / f"{task}.toml").read_text()
+        assert f"dqn on task {task}: chosen by `python -m experiments.suite tune` on task 2x3 for its family" in text
+        other = tomllib.loads(text)
+        own = load_hyperparams("dqn", task)
+        assert other == {**own, **result["best"]["params"]} and set(other) == set(own)
     with pytest.raises(ValueError, match="holds a tuning with other steps"):
-        tune(TRAINER, "2x3", trials=3, steps=4000, out=out, progress=False)
+        tune(TRAINER, "2x3", trials=3, steps=4000, out=out, progress=False, family=True)
+    with pytest.raises(ValueError, match="holds a tuning with other applies_to"):
+        tune(TRAINER, "2x3", trials=3, steps=2000, out=out, progress=False)
     # the objective is the score of a policy trained on the tuning seed, not on an evaluation seed: it repeats
     from experiments.suite import get_task
     from experiments.suite.trainers import dqn
 
     best = result["best"]
     assert trial_score(dqn, get_task("2x3"), 2000, [TUNING_SEED], best["params"]) == best["value"]
+    # run --hyperparams trains with the chosen file: the score of that file's settings, its digest in the run file
+    from experiments.suite.runner import SuiteRunError, run_suite
+    from experiments.suite.tuning import file_digest
+
+    runs = tmp_path / "runs"
+    suite = run_suite(runs, 1, trainer=TRAINER, tasks="2x3", budget_scale=0.002, progress=False, hyperparams=out)
+    cell = suite["runs"]["2x3"][0]
+    assert cell["hyperparams"] == file_digest(out / "2x3.toml") and cell["counted_steps"] <= 2000
+    assert cell["normalized"] == trial_score(dqn, get_task("2x3"), 2000, [0], values)
+    with pytest.raises(SuiteRunError, match="trained with other hyperparameter files"):
+        run_suite(runs, 1, trainer=TRAINER, tasks="2x3", budget_scale=0.002, progress=False)
+    with pytest.raises(FileNotFoundError, match="no file for task"):
+        run_suite(tmp_path / "r2", 1, trainer=TRAINER, tasks="2x3,3x3-512", progress=False, hyperparams=out)
 
 
 def test_td_is_tuned_under_the_same_protocol(tmp_path):
@@ -71,10 +95,12 @@ def test_the_registry_keeps_a_learner_s_tunings_and_states_their_cost(tmp_path):
     """A registry entry of a tuned learner keeps each tuning's log, space and chosen file beside it, and its
     table states the tuning's environment steps (complete trials x steps x seeds) and time."""
     from experiments.suite import SUITE_V2, registry
+    from experiments.suite.tuning import file_digest
 
     out = tmp_path / "tune"
-    tune(TRAINER, "2x3", trials=2, steps=1000, out=out, progress=False)
+    tune(TRAINER, "2x3", trials=2, steps=1000, out=out, progress=False, family=True)
     names = [t.name for t in SUITE_V2]
+    score_games = [t.name for t in SUITE_V2 if t.kind == "score"]
     results = tmp_path / "results"
     results.mkdir()
     suite = {
@@ -92,13 +118,21 @@ def test_the_registry_keeps_a_learner_s_tunings_and_states_their_cost(tmp_path):
     with pytest.raises(ValueError, match="tuned 'experiments.suite.trainers:dqn', not the run's trainer"):
         registry.add(results, "ppo", registry=tmp_path / "reg", tuning=[out])
     (results / "suite.json").write_text(json.dumps(suite))
+    with pytest.raises(ValueError, match="the runs of task 2x3 did not train with .*: run them with --hyperparams"):
+        registry.add(results, "dqn", registry=tmp_path / "reg", tuning=[out])
+    for task in score_games:
+        suite["runs"][task][0]["hyperparams"] = file_digest(out / f"{task}.toml")
+    (results / "suite.json").write_text(json.dumps(suite))
+    with pytest.raises(ValueError, match="two tunings chose files for task"):
+        registry.add(results, "dqn", registry=tmp_path / "reg", tuning=[out, out])
     entry = json.loads(registry.add(results, "dqn", registry=tmp_path / "reg", tuning=[out]).read_text())
     rows = [json.loads(line) for line in (out / "trials.jsonl").read_text().splitlines()]
     summary = entry["tuning"]["2x3"]
-    assert summary["trials"] == 2 and summary["env_steps"] == 2 * 1000 * 1
+    assert summary["trials"] == 2 and summary["env_steps"] == 2 * 1000 * 1 and summary["tasks"] == score_games
     assert summary["seconds"] == pytest.approx(sum(r["seconds"] for r in rows))
     assert summary["best_trial"] == max(rows, key=lambda r: r["value"])["number"]
     kept = tmp_path / "reg" / "tuning" / "dqn" / "2x3"
-    assert sorted(p.name for p in kept.iterdir()) == ["2x3.toml", "search-space.toml", "trials.jsonl", "tune.json"]
+    files = ["2x3.toml", "2x4.toml", "3x3.toml", "search-space.toml", "trials.jsonl", "tune.json"]
+    assert sorted(p.name for p in kept.iterdir()) == files
     table = registry.tables(registry.load(tmp_path / "reg"), reps=20)
     assert "| dqn | env-only | 1 | 24 s | 0.002 M steps, " in table  # 8 tasks x 3 s

@@ -47,6 +47,7 @@ def cmd_run(args) -> int:
         track=args.track,
         budget_scale=args.budget_scale,
         address=args.address,
+        hyperparams=args.hyperparams,
     )
     if result is None:
         print(f"the asked runs are in {args.out}/runs; suite.json is written once every task and seed is there")
@@ -204,6 +205,13 @@ def main(argv=None) -> int:
         help="spread the cells (task x seed) over the Ray cluster at this address (extra distributed); 'local' "
         "starts a private one on this machine's loopback",
     )
+    p.add_argument(
+        "--hyperparams",
+        default=None,
+        metavar="DIR",
+        help="with --trainer: train with DIR/TASK.toml (a tuning's chosen files, tune --out) in place of the "
+        "trainer's own files",
+    )
     p = sub.add_parser("compare", help="aggregate results directories with rliable: table and plots")
     p.add_argument("dirs", nargs="+", help="results directories of `run`")
     p.add_argument("--out", required=True)
@@ -228,6 +236,11 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=int, default=1, help="tuning seeds per trial (1000, 1001, ...; default 1)")
     p.add_argument("--out", required=True, help="the tuning's directory: study.db, trials.jsonl, TASK.toml")
     p.add_argument("--address", default=None, help="run the trials on the Ray cluster there ('local': a private one)")
+    p.add_argument(
+        "--family",
+        action="store_true",
+        help="write the chosen values into the file of every task of the task's family (score or success)",
+    )
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_tune)
     p = sub.add_parser("dataset", help="write a Minari dataset of a policy's games, every step labelled by the oracle")

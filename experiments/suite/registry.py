@@ -55,8 +55,9 @@ TUNING_FILES = ("tune.json", "search-space.toml", "trials.jsonl")
 
 
 def tuning_summary(tuning_dir) -> dict:
-    """What a tuning directory cost and chose: ``{"task", "trainer", "trials", "steps", "seeds", "env_steps",
-    "seconds", "best_trial"}`` (``env_steps`` = complete trials x steps x seeds; failed trials not counted)."""
+    """What a tuning directory cost and chose: ``{"task", "tasks", "trainer", "trials", "steps", "seeds",
+    "env_steps", "seconds", "best_trial"}`` (``tasks``: those it chose files for, the tuned task's family with
+    ``tune --family``; ``env_steps`` = complete trials x steps x seeds; failed trials not counted)."""
     tuning_dir = Path(tuning_dir)
     if not (tuning_dir / "tune.json").exists():
         raise FileNotFoundError(f"{tuning_dir}: no tune.json (not a directory of `python -m experiments.suite tune`)")
@@ -68,6 +69,7 @@ def tuning_summary(tuning_dir) -> dict:
     best = max(complete, key=lambda r: r["value"])
     return {
         "task": meta["task"],
+        "tasks": meta.get("applies_to", [meta["task"]]),
         "trainer": meta["trainer"],
         "trials": len(complete),
         "steps": meta["steps"],
@@ -78,12 +80,26 @@ def tuning_summary(tuning_dir) -> dict:
     }
 
 
+def _check_trained_with(data: dict, tuning_dir, tasks: list[str]) -> None:
+    """Every run of ``tasks`` in a suite.json trained with the tuning's chosen file (``run --hyperparams``)."""
+    from .tuning import file_digest
+
+    for task in tasks:
+        digest = file_digest(Path(tuning_dir) / f"{task}.toml")
+        if any(run.get("hyperparams") != digest for run in data["runs"][task]):
+            raise ValueError(
+                f"the runs of task {task} did not train with {tuning_dir}/{task}.toml: "
+                f"run them with --hyperparams {tuning_dir}"
+            )
+
+
 def add(results_dir, name: str, registry: Path | None = None, tuning=()) -> Path:
     """Copy a finished results directory's suite.json into the registry of its suite version as ``NAME.json``
     (``registry``: another directory); it must cover every task of the current suite version.  ``tuning``: the
-    tuning directories that chose the learner's hyperparameter files, one per task tuned, of the run's trainer:
-    their log, search space and chosen file are kept in ``REGISTRY/tuning/NAME/TASK/``, and the entry records
-    each one's cost (:func:`tuning_summary`)."""
+    tuning directories that chose the learner's hyperparameter files (no task chosen twice), of the run's trainer,
+    whose runs trained with their files (``run --hyperparams``): their log, search space and chosen files are kept
+    in ``REGISTRY/tuning/NAME/TASK/`` (TASK the tuned one), and the entry records each one's cost
+    (:func:`tuning_summary`)."""
     source = Path(results_dir) / "suite.json"
     if not source.exists():
         raise FileNotFoundError(f"{results_dir}: no suite.json (the run has not finished)")
@@ -102,14 +118,16 @@ def add(results_dir, name: str, registry: Path | None = None, tuning=()) -> Path
         if summary["trainer"] != data.get("trainer"):
             trainer = data.get("trainer")
             raise ValueError(f"{tuning_dir} tuned {summary['trainer']!r}, not the run's trainer {trainer!r}")
-        if summary["task"] in summaries:
-            raise ValueError(f"two tunings of task {summary['task']} given: one per task")
+        covered = {t for other in summaries.values() for t in other["tasks"]} & set(summary["tasks"])
+        if covered:
+            raise ValueError(f"two tunings chose files for task(s) {', '.join(sorted(covered))}: one per task")
+        _check_trained_with(data, tuning_dir, summary["tasks"])
         summaries[summary["task"]] = summary
     registry.mkdir(parents=True, exist_ok=True)
     for tuning_dir, summary in zip(tuning, summaries.values(), strict=True):
         kept = registry / "tuning" / name / summary["task"]
         kept.mkdir(parents=True, exist_ok=True)
-        for file in (*TUNING_FILES, f"{summary['task']}.toml"):
+        for file in (*TUNING_FILES, *(f"{t}.toml" for t in summary["tasks"])):
             shutil.copyfile(Path(tuning_dir) / file, kept / file)
     if summaries:
         data["tuning"] = summaries

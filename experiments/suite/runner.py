@@ -90,6 +90,13 @@ def _check_directory(out: Path, what: dict) -> None:
         raise SuiteRunError(
             f"{out} holds runs with --curve {theirs.get('curve', 0)}, not {what.get('curve', 0)}: give another --out"
         )
+    mine, ours = what.get("hyperparams"), theirs.get("hyperparams")
+    if (mine is None) != (ours is None) or any(mine[t] != ours[t] for t in set(mine or ()) & set(ours or ())):
+        own = "the trainer's own"
+        raise SuiteRunError(
+            f"{out} holds runs trained with other hyperparameter files ({ours or own}), not {mine or own}: "
+            "give another --out"
+        )
 
 
 def _label(x) -> str | None:
@@ -110,6 +117,7 @@ def run_suite(
     track: str | None = None,
     budget_scale: float = 1.0,
     address: str | None = None,
+    hyperparams=None,
 ) -> dict | None:
     """Score ``agent`` (a spec string, SB3 model, torch module, agent object or callable), or the policies that
     ``trainer`` (``"module:function"`` or a callable ``train(run, budget_steps, seed) -> policy``, its track
@@ -123,7 +131,9 @@ def run_suite(
     ``budget_scale``: train for that multiple of each task's budget, to study learning curves beyond it; such
     results are marked (``budget_scale`` in run.json and suite.json) and never enter the registry.  ``address``:
     compute the cells on the Ray cluster there, one Ray task each (:mod:`experiments.suite.spread`), with the same
-    files and results as one process."""
+    files and results as one process.  ``hyperparams``: a directory of hyperparameter files, ``TASK.toml`` for
+    each task (a tuning's output, ``tune --out``), that the trainer trains with in place of its own; each file's
+    SHA-256 is recorded in run.json and in every run file."""
     if (agent is None) == (trainer is None):
         raise ValueError("give an agent or a trainer, not both and not neither")
     if not isinstance(seeds, int) or seeds < 1:
@@ -150,6 +160,15 @@ def run_suite(
     if not only <= set(range(seeds)) or not only:
         raise ValueError(f"--only-seeds must name some of the seeds 0..{seeds - 1}, got {sorted(only)}")
     chosen = [replace(t, budget_steps=round(t.budget_steps * budget_scale)) for t in tasks_named(tasks)]
+    files = {}
+    if hyperparams is not None:
+        from .tuning import hyperparameter_files
+
+        if train is None or "hyperparams" not in inspect.signature(train).parameters:
+            who = _label(trainer or agent)
+            raise ValueError(f"--hyperparams is for a trainer that takes hyperparams=; {who!r} does not")
+        files = hyperparameter_files(hyperparams, [t.name for t in chosen])
+        what["hyperparams"] = {name: digest for name, (_, digest) in files.items()}
     origin = provenance(command, chosen)  # the code as the run starts
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -159,10 +178,12 @@ def run_suite(
 
         todo = [(t, s) for t in chosen for s in sorted(only) if not _cell(out, t, s).exists()]
         shipped = trainer if isinstance(trainer, str) else train  # a name travels better than a function
-        computed = run_cells_on_ray(out, todo, agent, shipped, curve, address, progress)
+        computed = run_cells_on_ray(out, todo, agent, shipped, curve, address, progress, files)
         digests = {t.name: computed.get(t.name, t.table_digest) for t in chosen}  # each checked against its pin
     else:
-        digests = {t.name: _run_task(out, t, sorted(only), agent, train, progress, curve) for t in chosen}
+        digests = {
+            t.name: _run_task(out, t, sorted(only), agent, train, progress, curve, files.get(t.name)) for t in chosen
+        }
     if not all(_cell(out, t, s).exists() for t in chosen for s in range(seeds)):
         return None
     result = collect(out, chosen, seeds)
@@ -218,6 +239,16 @@ def compute_cell(
     return cell
 
 
+def compute_cell_with(hyperparams, task: Task, seed: int, agent, train, oracle, curve: int = 0, progress=False):
+    """:func:`compute_cell`, the trainer given ``hyperparams`` = ``(values, sha256)`` of a file (None: its own),
+    whose digest the run file records."""
+    if hyperparams is None:
+        return compute_cell(task, seed, agent, train, oracle, curve, progress)
+    values, digest = hyperparams
+    cell = compute_cell(task, seed, agent, train, oracle, curve, progress, hyperparams=values)
+    return {**cell, "hyperparams": digest}
+
+
 def _failed(out: Path, task: Task, seed: int, e: Exception) -> SuiteRunError:
     return SuiteRunError(
         f"task {task.name}, seed {seed}: {type(e).__name__}: {e}. The runs finished "
@@ -233,8 +264,11 @@ def _report(cell: dict) -> None:
     )
 
 
-def _run_task(out: Path, task: Task, seeds: list[int], agent, train, progress: bool, curve: int = 0) -> str:
-    """Every missing one of ``seeds`` on ``task``; returns its table's digest."""
+def _run_task(
+    out: Path, task: Task, seeds: list[int], agent, train, progress: bool, curve: int = 0, hyperparams=None
+) -> str:
+    """Every missing one of ``seeds`` on ``task`` (``hyperparams``: ``(values, sha256)`` of the file the trainer
+    trains with, or None for its own); returns its table's digest."""
     table, digest = checked_table(task, progress)
     missing = [s for s in seeds if not _cell(out, task, s).exists()]
     if not missing:
@@ -244,7 +278,7 @@ def _run_task(out: Path, task: Task, seeds: list[int], agent, train, progress: b
             if _cell(out, task, seed).exists():  # another process sharing the run finished it
                 continue
             try:
-                cell = compute_cell(task, seed, agent, train, oracle, curve, progress)
+                cell = compute_cell_with(hyperparams, task, seed, agent, train, oracle, curve, progress)
             except Exception as e:
                 raise _failed(out, task, seed, e) from e
             _write_json(_cell(out, task, seed), cell)

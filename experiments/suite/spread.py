@@ -18,24 +18,28 @@ from pathlib import Path
 RETRIES = 3
 
 
-def _remote_cell(task, seed: int, agent, trainer, curve: int) -> tuple[dict, str]:
-    """On a worker: ``(cell, table digest)`` of one cell."""
+def _remote_cell(task, seed: int, agent, trainer, curve: int, hyperparams=None) -> tuple[dict, str]:
+    """On a worker: ``(cell, table digest)`` of one cell (``hyperparams``: ``(values, sha256)`` or None)."""
     from oracle import Oracle
 
     from .policies import load_trainer
-    from .runner import compute_cell
+    from .runner import compute_cell_with
     from .tasks import checked_table
 
     train = load_trainer(trainer) if isinstance(trainer, str) else trainer
     table, digest = checked_table(task, progress=False)
     with Oracle.open(table) as oracle:
-        return compute_cell(task, seed, agent, train, oracle, curve, progress=False), digest
+        return compute_cell_with(hyperparams, task, seed, agent, train, oracle, curve), digest
 
 
-def run_cells_on_ray(out: Path, cells: list, agent, trainer, curve: int, address: str, progress: bool) -> dict:
+def run_cells_on_ray(
+    out: Path, cells: list, agent, trainer, curve: int, address: str, progress: bool, hyperparams=None
+) -> dict:
     """Compute the ``cells`` (``(task, seed)`` pairs without a run file) on the Ray cluster at ``address``
     (``"local"``: a private one on this machine) and write their run files; returns ``{task name: table digest}``
-    of the tasks computed."""
+    of the tasks computed.  ``hyperparams``: ``{task name: (values, sha256)}`` of the files the trainer trains
+    with (tasks left out: its own)."""
+    hyperparams = hyperparams or {}
     from solver.distributed.session import ray_session
 
     from .runner import _cell, _failed, _report, _write_json
@@ -45,7 +49,10 @@ def run_cells_on_ray(out: Path, cells: list, agent, trainer, curve: int, address
         return digests
     with ray_session(None if address == "local" else address) as ray:  # "local": a private Ray on the loopback
         remote = ray.remote(max_retries=RETRIES, num_cpus=1)(_remote_cell)
-        pending = {remote.remote(task, seed, agent, trainer, curve): (task, seed) for task, seed in cells}
+        pending = {
+            remote.remote(task, seed, agent, trainer, curve, hyperparams.get(task.name)): (task, seed)
+            for task, seed in cells
+        }
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             task, seed = pending.pop(done[0])

@@ -258,9 +258,9 @@ def maskable_ppo(task, budget_steps: int, seed: int, monitor=None, shaping: str 
 maskable_ppo.track = "env-only"
 
 
-def maskable_ppo_shaped(task, budget_steps: int, seed: int, monitor=None):
+def maskable_ppo_shaped(task, budget_steps: int, seed: int, monitor=None, hyperparams=None):
     """:func:`maskable_ppo` with ``shaping="merge"``."""
-    return maskable_ppo(task, budget_steps, seed, monitor, shaping="merge")
+    return maskable_ppo(task, budget_steps, seed, monitor, shaping="merge", hyperparams=hyperparams)
 
 
 maskable_ppo_shaped.track = "env-only"
@@ -316,9 +316,9 @@ def dqn(task, budget_steps: int, seed: int, shaping: str = "none", hyperparams=N
 dqn.track = "env-only"
 
 
-def dqn_shaped(task, budget_steps: int, seed: int):
+def dqn_shaped(task, budget_steps: int, seed: int, hyperparams=None):
     """:func:`dqn` with ``shaping="merge"``."""
-    return dqn(task, budget_steps, seed, shaping="merge")
+    return dqn(task, budget_steps, seed, shaping="merge", hyperparams=hyperparams)
 
 
 dqn_shaped.track = "env-only"

@@ -15,11 +15,14 @@ ask-and-tell on the same study).  The study lives in ``OUT/study.db`` (SQLite): 
 to ``--trials`` finished trials (a trial cut short by an interruption is marked failed and not counted).  ``OUT``
 also holds ``search-space.toml`` (the space searched), ``trials.jsonl`` (every trial: number, state, values,
 objective, seconds) and ``TASK.toml``, the hyperparameter file the tuning chose: the task's file with the best
-trial's values, its header naming the trial.
+trial's values, its header naming the trial.  With ``--family`` the choice is written for every task of the
+tuned task's family (score games, or success tasks): ``OUT/TASK.toml`` for each, that task's own file with the
+chosen values.  ``run --hyperparams OUT`` trains with the chosen files.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -116,7 +119,7 @@ def _check_directory(out: Path, what: dict) -> None:
     if meta.exists():
         theirs = json.loads(meta.read_text())
         if theirs != what:
-            changed = sorted(k for k in what if theirs.get(k) != what[k])
+            changed = sorted(k for k in set(what) | set(theirs) if theirs.get(k) != what.get(k))
             raise ValueError(f"{out} holds a tuning with other {', '.join(changed)}: give another --out")
     else:
         meta.write_text(json.dumps(what, indent=1, sort_keys=True) + "\n")
@@ -131,16 +134,18 @@ def tune(
     seeds: int = 1,
     progress: bool = True,
     address: str | None = None,
+    family: bool = False,
 ) -> dict:
     """Run (or resume) the tuning of ``trainer`` (``module:function``) on ``task_name`` until ``trials`` trials
-    are complete; returns ``{"best": {...}, "file": path}``.  ``address``: run the trials as Ray tasks on the
-    cluster there (``"local"``: a private one), as many at once as it has CPUs, asked of and told to the same
-    study."""
+    are complete; returns ``{"best": {...}, "file": path, "files": [path, ...]}``.  ``address``: run the trials
+    as Ray tasks on the cluster there (``"local"``: a private one), as many at once as it has CPUs, asked of and
+    told to the same study.  ``family``: write the chosen values into the file of every task of the tuned task's
+    family (``files``), not only the tuned task's (``file``)."""
     import optuna
     from tqdm.auto import tqdm
 
     from .policies import load_trainer
-    from .tasks import SUITE_VERSION, get_task
+    from .tasks import SUITE_VERSION, get_task, suite_tasks
     from .trainers import load_hyperparams
 
     if trials < 1 or steps < 1 or seeds < 1:
@@ -149,13 +154,17 @@ def tune(
     task = get_task(task_name)
     algorithm = algorithm_of(train)
     space = load_search_space(algorithm)
-    base = load_hyperparams(algorithm, task.name)
-    unknown = sorted(set(space) - set(base))
-    if unknown:
-        raise ValueError(f"search space {algorithm}.toml has keys {unknown} that {task.name}.toml does not set")
+    applies_to = [t.name for t in suite_tasks() if t.kind == task.kind] if family else [task.name]
+    bases = {name: load_hyperparams(algorithm, name) for name in applies_to}
+    for name, base in bases.items():
+        unknown = sorted(set(space) - set(base))
+        if unknown:
+            raise ValueError(f"search space {algorithm}.toml has keys {unknown} that {name}.toml does not set")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     what = {"trainer": trainer, "task": task.name, "suite_version": SUITE_VERSION, "steps": steps, "seeds": seeds}
+    if family:
+        what["applies_to"] = applies_to
     _check_directory(out, what)
     shutil.copyfile(SEARCH_SPACES / f"{algorithm}.toml", out / "search-space.toml")
     study = _open_study(out, sampler_seed=TUNING_SEED)
@@ -186,8 +195,15 @@ def tune(
     _write_log(study, out / "trials.jsonl")
     best = study.best_trial
     chosen = {k: json.loads(v) if isinstance(v, str) else v for k, v in best.params.items()}
-    path = write_hyperparams(out / f"{task.name}.toml", base, chosen, algorithm, task.name, best, what, trials)
-    return {"best": {"number": best.number, "value": best.value, "params": chosen}, "file": str(path)}
+    paths = [
+        write_hyperparams(out / f"{name}.toml", base, chosen, algorithm, name, best, what, trials)
+        for name, base in bases.items()
+    ]
+    return {
+        "best": {"number": best.number, "value": best.value, "params": chosen},
+        "file": str(out / f"{task.name}.toml"),
+        "files": [str(p) for p in paths],
+    }
 
 
 def _optimize_on_ray(study, space, trainer, task, steps, seeds, wanted: int, address: str, out: Path, bar) -> None:
@@ -248,8 +264,10 @@ def _toml_value(value) -> str:
 
 def write_hyperparams(path: Path, base: dict, chosen: dict, algorithm, task, best, what, trials) -> Path:
     """The task's hyperparameter file with the tuning's choice, its header naming the trial that chose it."""
+    where = "" if task == what["task"] else f" on task {what['task']} for its family"
     header = [
-        f"# {algorithm} on task {task}: chosen by `python -m experiments.suite tune` (suite v{what['suite_version']}),",
+        f"# {algorithm} on task {task}: chosen by `python -m experiments.suite tune`{where} "
+        f"(suite v{what['suite_version']}),",
         f"# trial {best.number} of {trials}: mean normalized score {best.value:.6g} after {what['steps']:,} steps on "
         f"{what['seeds']} tuning seed(s).",
     ]
@@ -258,9 +276,42 @@ def write_hyperparams(path: Path, base: dict, chosen: dict, algorithm, task, bes
     return path
 
 
+def file_digest(path) -> str:
+    """The SHA-256 of a file's bytes, hex."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def hyperparameter_files(directory, tasks: list[str]) -> dict[str, tuple[dict, str]]:
+    """``{task: (values, sha256)}`` of ``DIRECTORY/TASK.toml`` for each of ``tasks`` (``run --hyperparams``: a
+    tuning's chosen files); a clear error for a missing directory or file."""
+    from .trainers import read_toml
+
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"--hyperparams {directory}: no such directory (give a tuning's --out)")
+    missing = [t for t in tasks if not (directory / f"{t}.toml").exists()]
+    if missing:
+        present = sorted(p.stem for p in directory.glob("*.toml") if p.name != "search-space.toml")
+        raise FileNotFoundError(
+            f"--hyperparams {directory}: no file for task(s) {', '.join(missing)} (it has "
+            f"{', '.join(present) or 'none'}; tune with --family, or run --tasks the files cover)"
+        )
+    return {t: (read_toml(directory / f"{t}.toml"), file_digest(directory / f"{t}.toml")) for t in tasks}
+
+
 def main_tune(args) -> int:
-    result = tune(args.trainer, args.task, args.trials, args.steps, args.out, args.seeds, not args.quiet, args.address)
+    result = tune(
+        args.trainer,
+        args.task,
+        args.trials,
+        args.steps,
+        args.out,
+        args.seeds,
+        not args.quiet,
+        args.address,
+        family=args.family,
+    )
     best = result["best"]
     print(f"best trial {best['number']}: {best['value']:.6g} with {json.dumps(best['params'])}", file=sys.stdout)
-    print(f"wrote {result['file']}, {args.out}/trials.jsonl")
+    print(f"wrote {', '.join(result['files'])}, {args.out}/trials.jsonl")
     return 0
