@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 TEST_WORKERS ?= 2
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: test test-fast docs demo figures bench datasets reference lint format clean
+.PHONY: test test-fast docs demo figures bench datasets reference tunings lint format clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -82,6 +82,18 @@ reference: $(STAMP)
 	$(SUITE_RUN) --agent optimal --seeds 1 --out $(REF)/optimal
 	$(SUITE_RUN) --trainer experiments.suite.trainers:td --seeds 5 --out $(REF)/td
 	$(SUITE_RUN) --trainer experiments.suite.trainers:maskable_ppo --seeds 3 --out $(REF)/maskable-ppo
+
+# The suite's reference tunings (docs/suite.md, "Tuning"): each learning algorithm tuned per family, on 3x3 for the
+# score games and L3-256 for the success tasks, 20 trials of 1 M steps -> $(TUNE)/ALGORITHM/FAMILY.  Each resumes.
+TUNE ?= results/tuning
+SUITE_TUNE := $(PY) -m experiments.suite tune --quiet --family --trials 20 --steps 1000000
+tunings: $(STAMP)
+	for algorithm in maskable_ppo dqn td; do \
+	  $(SUITE_TUNE) --trainer experiments.suite.trainers:$$algorithm --task 3x3 --out $(TUNE)/$$algorithm/score \
+	    || exit 1; \
+	  $(SUITE_TUNE) --trainer experiments.suite.trainers:$$algorithm --task L3-256 --out $(TUNE)/$$algorithm/success \
+	    || exit 1; \
+	done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build site *.egg-info

@@ -73,6 +73,8 @@ def test_a_tuning_runs_writes_its_log_and_file_and_resumes(tmp_path):
         run_suite(runs, 1, trainer=TRAINER, tasks="2x3", budget_scale=0.002, progress=False)
     with pytest.raises(FileNotFoundError, match="no file for task"):
         run_suite(tmp_path / "r2", 1, trainer=TRAINER, tasks="2x3,3x3-512", progress=False, hyperparams=out)
+    with pytest.raises(ValueError, match="task 2x3 has a file in two directories"):
+        run_suite(tmp_path / "r3", 1, trainer=TRAINER, tasks="2x3", progress=False, hyperparams=f"{out},{out}")
 
 
 def test_td_is_tuned_under_the_same_protocol(tmp_path):

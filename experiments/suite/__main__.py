@@ -208,9 +208,9 @@ def main(argv=None) -> int:
     p.add_argument(
         "--hyperparams",
         default=None,
-        metavar="DIR",
-        help="with --trainer: train with DIR/TASK.toml (a tuning's chosen files, tune --out) in place of the "
-        "trainer's own files",
+        metavar="DIRS",
+        help="with --trainer: train with DIR/TASK.toml (tunings' chosen files, tune --out; several directories "
+        "comma-separated, one per family) in place of the trainer's own files",
     )
     p = sub.add_parser("compare", help="aggregate results directories with rliable: table and plots")
     p.add_argument("dirs", nargs="+", help="results directories of `run`")

@@ -132,8 +132,8 @@ def run_suite(
     results are marked (``budget_scale`` in run.json and suite.json) and never enter the registry.  ``address``:
     compute the cells on the Ray cluster there, one Ray task each (:mod:`experiments.suite.spread`), with the same
     files and results as one process.  ``hyperparams``: a directory of hyperparameter files, ``TASK.toml`` for
-    each task (a tuning's output, ``tune --out``), that the trainer trains with in place of its own; each file's
-    SHA-256 is recorded in run.json and in every run file."""
+    each task (a tuning's output, ``tune --out``; several directories comma-separated, one per family), that the
+    trainer trains with in place of its own; each file's SHA-256 is recorded in run.json and in every run file."""
     if (agent is None) == (trainer is None):
         raise ValueError("give an agent or a trainer, not both and not neither")
     if not isinstance(seeds, int) or seeds < 1:

@@ -281,22 +281,32 @@ def file_digest(path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def hyperparameter_files(directory, tasks: list[str]) -> dict[str, tuple[dict, str]]:
-    """``{task: (values, sha256)}`` of ``DIRECTORY/TASK.toml`` for each of ``tasks`` (``run --hyperparams``: a
-    tuning's chosen files); a clear error for a missing directory or file."""
+def hyperparameter_files(directories, tasks: list[str]) -> dict[str, tuple[dict, str]]:
+    """``{task: (values, sha256)}`` of ``DIR/TASK.toml`` for each of ``tasks``, each found in exactly one of
+    ``directories`` (a path, or several, comma-separated: tunings' chosen files, one per family; ``run
+    --hyperparams``); a clear error for a missing directory, a task without a file, or a task with two."""
     from .trainers import read_toml
 
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise FileNotFoundError(f"--hyperparams {directory}: no such directory (give a tuning's --out)")
-    missing = [t for t in tasks if not (directory / f"{t}.toml").exists()]
+    if isinstance(directories, (str, Path)):
+        directories = str(directories).split(",")
+    directories = [Path(d) for d in directories]
+    for directory in directories:
+        if not directory.is_dir():
+            raise FileNotFoundError(f"--hyperparams {directory}: no such directory (give a tuning's --out)")
+    found = {t: [d / f"{t}.toml" for d in directories if (d / f"{t}.toml").exists()] for t in tasks}
+    missing = [t for t, paths in found.items() if not paths]
     if missing:
-        present = sorted(p.stem for p in directory.glob("*.toml") if p.name != "search-space.toml")
+        present = sorted({p.stem for d in directories for p in d.glob("*.toml") if p.name != "search-space.toml"})
         raise FileNotFoundError(
-            f"--hyperparams {directory}: no file for task(s) {', '.join(missing)} (it has "
-            f"{', '.join(present) or 'none'}; tune with --family, or run --tasks the files cover)"
+            f"--hyperparams {','.join(map(str, directories))}: no file for task(s) {', '.join(missing)} (they have "
+            f"{', '.join(present) or 'none'}; tune with --family, give each family's tuning, or run --tasks the "
+            "files cover)"
         )
-    return {t: (read_toml(directory / f"{t}.toml"), file_digest(directory / f"{t}.toml")) for t in tasks}
+    twice = {t: paths for t, paths in found.items() if len(paths) > 1}
+    if twice:
+        t, paths = next(iter(twice.items()))
+        raise ValueError(f"--hyperparams: task {t} has a file in two directories ({paths[0]}, {paths[1]}): give one")
+    return {t: (read_toml(paths[0]), file_digest(paths[0])) for t, paths in found.items()}
 
 
 def main_tune(args) -> int:
