@@ -1,5 +1,6 @@
 """Run by test_ray_suite.py as the process its socket watch traces: a two-node ``ray.cluster_utils.Cluster`` on
-127.0.0.1 computes a suite run (TD, two seeds, task 2x3) into ``sys.argv[1]/spread`` and a three-trial tuning of
+127.0.0.1 computes a suite run (TD, two seeds, task 2x3, with the file in ``sys.argv[1]/hyperparams``) into
+``sys.argv[1]/spread`` and a three-trial tuning of
 TD on 2x3 into ``sys.argv[1]/tune``, then shuts down."""
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ def main(out: Path) -> None:
     cluster = start_cluster(2)
     try:
         td = "experiments.suite.trainers:td"
-        run_suite(out / "spread", 2, trainer=td, tasks="2x3", progress=False, address=cluster.address)
+        hp = out / "hyperparams"
+        run_suite(out / "spread", 2, trainer=td, tasks="2x3", progress=False, address=cluster.address, hyperparams=hp)
         tune(td, "2x3", trials=3, steps=2000, out=out / "tune", progress=False, address=cluster.address)
     finally:
         cluster.shutdown()

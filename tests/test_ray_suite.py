@@ -1,9 +1,11 @@
 """``run --address`` and ``tune --address`` on a private two-node Ray cluster on the loopback: a run's cells give
-the same suite.json as one process (timings and provenance aside), a tuning's trials finish with their log and
-file, and every process of the cluster uses loopback addresses only (the socket watch of the Ray tests)."""
+the same suite.json as one process (timings and provenance aside; both trained with a hyperparameter file), a
+tuning's trials finish with their log and file, and every process of the cluster uses loopback addresses only
+(the socket watch of the Ray tests)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -22,6 +24,8 @@ pytestmark = pytest.mark.slow  # starts a Ray cluster
 
 def test_a_run_and_a_tuning_spread_over_two_nodes_on_the_loopback(tmp_path):
     spread = tmp_path / "spread"
+    (tmp_path / "hyperparams").mkdir()
+    (tmp_path / "hyperparams" / "2x3.toml").write_text('schedule = "0:0.2,0.5:0.05"\ninit = 0.5\n')
     script = Path(__file__).with_name("ray_suite_run.py")
     with unrelated_traffic("127.0.0.2", pause=0.05) as other:
         watch = SocketWatch(tmp_path / "trace", treat_as_remote=[other.address])
@@ -32,9 +36,13 @@ def test_a_run_and_a_tuning_spread_over_two_nodes_on_the_loopback(tmp_path):
     assert {"gcs_server", "raylet"} <= {o.name for o in watch.listeners()}
     assert watch.off_loopback() == []
     other.check_not_blamed(watch)
-    local = run_suite(tmp_path / "local", 2, trainer="experiments.suite.trainers:td", tasks="2x3", progress=False)
+    hp = tmp_path / "hyperparams"
+    td = "experiments.suite.trainers:td"
+    local = run_suite(tmp_path / "local", 2, trainer=td, tasks="2x3", progress=False, hyperparams=hp)
     spread_result = json.loads((spread / "suite.json").read_text())
     assert without_timings(spread_result) == without_timings(local)
+    digest = hashlib.sha256((hp / "2x3.toml").read_bytes()).hexdigest()
+    assert [r["hyperparams"] for r in spread_result["runs"]["2x3"]] == [digest, digest]
     assert [r["counted_steps"] for r in spread_result["runs"]["2x3"]] == [1_000_000, 1_000_000]
     rows = [json.loads(line) for line in (tmp_path / "tune" / "trials.jsonl").read_text().splitlines()]
     assert [r["state"] for r in rows] == ["COMPLETE"] * 3 and all(0 < r["value"] < 1 for r in rows)
