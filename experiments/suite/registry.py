@@ -190,6 +190,9 @@ def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggreg
         lines += ["", "| IQM [95% CI] | track | " + " | ".join(titles) + " |", "|---|---|" + "---:|" * len(parts)]
         for name in entries:
             lines.append(f"| {name} | {tracks[name]} | " + " | ".join(_iqm(aggregates[p][name]) for p in parts) + " |")
+        ranked = [n for n, d in entries.items() if d.get("agent") != "optimal"]  # the optimum is 1 by definition
+        lines += ["", "Ranked by IQM (`>`: the 95% CIs apart, `≈`: overlapping; the track in brackets):", ""]
+        lines += [f"- {t}: {ranking(aggregates[p], tracks, ranked)}" for p, t in zip(parts, titles, strict=True)]
     else:
         for part, table in aggregates.items():
             title = "all tasks" if part == "overall" else FAMILIES[part]
@@ -211,6 +214,21 @@ def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggreg
         f"(commits {', '.join(commits)}).",
     ]
     return "\n".join(lines)
+
+
+def ranking(table: dict, tracks: dict[str, str], names: list[str]) -> str:
+    """``names`` ordered by the IQM of ``table`` (one family's :func:`aggregate_table`), best first, each with its
+    track and IQM, joined by ``>`` where the two neighbours' 95% CIs are apart and ``≈`` where they overlap."""
+    order = sorted(names, key=lambda n: -table[n]["IQM"]["point"])
+    text = ""
+    for i, name in enumerate(order):
+        if i:
+            upper_of_next, lower = table[name]["IQM"]["ci"][1], table[order[i - 1]]["IQM"]["ci"][0]
+            text += " > " if upper_of_next < lower else " ≈ "
+        point = table[name]["IQM"]["point"]
+        shown = f"{point:.3f}" if point >= 1e-3 or point == 0 else f"{point:.1e}"
+        text += f"{name} ({tracks[name]}) {shown}"
+    return text
 
 
 def _tuning(data: dict) -> str:
