@@ -23,6 +23,9 @@ def test_a_tuning_runs_writes_its_log_and_file_and_resumes(tmp_path):
     first = tune(TRAINER, "2x3", trials=2, steps=2000, out=out, progress=False, family=True)
     rows = [json.loads(line) for line in (out / "trials.jsonl").read_text().splitlines()]
     assert [r["state"] for r in rows] == ["COMPLETE", "COMPLETE"] and all(0 < r["value"] < 1 for r in rows)
+    from experiments.suite.provenance import git_commit
+
+    assert [r["commit"] for r in rows] == [git_commit()] * 2
     assert first["best"]["value"] == max(r["value"] for r in rows)
     # an interruption leaves a trial running: the resumed tuning marks it failed and finishes the trials asked for
     study = optuna.load_study(study_name="tune", storage=f"sqlite:///{out / 'study.db'}")

@@ -10,14 +10,14 @@ TPE sampler, seeded; each trial trains the trainer with the sampled values repla
 them (exact where cheap).  No pruner: every trial runs its whole budget, so the compute of a tuning is
 ``trials x steps x seeds`` environment steps, the same for every algorithm given the same arguments.
 
-With ``--address`` the trials run as Ray tasks on a cluster, as many at once as it has CPUs (Optuna's
-ask-and-tell on the same study).  The study lives in ``OUT/study.db`` (SQLite): the same command resumes it, up
-to ``--trials`` finished trials (a trial cut short by an interruption is marked failed and not counted).  ``OUT``
-also holds ``search-space.toml`` (the space searched), ``trials.jsonl`` (every trial: number, state, values,
-objective, seconds) and ``TASK.toml``, the hyperparameter file the tuning chose: the task's file with the best
-trial's values, its header naming the trial.  With ``--family`` the choice is written for every task of the
+With ``--address`` the trials run as Ray tasks on a cluster, as many at once as it has CPUs (Optuna's ask-and-tell
+on the same study). The study lives in ``OUT/study.db`` (SQLite): the same command resumes it, up to ``--trials``
+finished trials (a trial cut short by an interruption is marked failed and not counted). ``OUT`` also holds
+``search-space.toml`` (the space searched), ``trials.jsonl`` (every trial: number, state, values, objective,
+seconds, the code's commit) and ``TASK.toml``, the hyperparameter file the tuning chose: the task's file with the
+best trial's values, its header naming the trial. With ``--family`` the choice is written for every task of the
 tuned task's family (score games, or success tasks): ``OUT/TASK.toml`` for each, that task's own file with the
-chosen values.  ``run --hyperparams OUT`` trains with the chosen files.
+chosen values. ``run --hyperparams OUT`` trains with the chosen files.
 """
 
 from __future__ import annotations
@@ -145,6 +145,7 @@ def tune(
     from tqdm.auto import tqdm
 
     from .policies import load_trainer
+    from .provenance import git_commit
     from .tasks import SUITE_VERSION, get_task, suite_tasks
     from .trainers import load_hyperparams
 
@@ -170,9 +171,12 @@ def tune(
     study = _open_study(out, sampler_seed=TUNING_SEED)
     tuning_seeds = list(range(TUNING_SEED, TUNING_SEED + seeds))
 
+    commit = git_commit()
+
     def objective(trial):
         value, seconds = timed_trial(train, task, steps, tuning_seeds, sample(trial, space))
         trial.set_user_attr("seconds", seconds)
+        trial.set_user_attr("commit", commit)
         return value
 
     def complete() -> int:
@@ -186,7 +190,9 @@ def tune(
         disable=not progress,
     )
     if address:
-        _optimize_on_ray(study, space, trainer, task, steps, tuning_seeds, trials - complete(), address, out, bar)
+        _optimize_on_ray(
+            study, space, trainer, task, steps, tuning_seeds, trials - complete(), address, out, bar, commit
+        )
     while complete() < trials:
         study.optimize(objective, n_trials=1, catch=())
         bar.update(1)
@@ -206,7 +212,9 @@ def tune(
     }
 
 
-def _optimize_on_ray(study, space, trainer, task, steps, seeds, wanted: int, address: str, out: Path, bar) -> None:
+def _optimize_on_ray(
+    study, space, trainer, task, steps, seeds, wanted: int, address: str, out: Path, bar, commit: str | None
+) -> None:
     """``wanted`` more complete trials, run as Ray tasks, as many at once as the cluster has CPUs (Optuna's
     ask-and-tell: each finished trial is told to the study, and the log written, as it comes back)."""
     import optuna
@@ -234,6 +242,7 @@ def _optimize_on_ray(study, space, trainer, task, steps, seeds, wanted: int, add
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)
                 raise
             trial.set_user_attr("seconds", seconds)
+            trial.set_user_attr("commit", commit)
             study.tell(trial, value)
             told += 1
             bar.update(1)
@@ -246,6 +255,7 @@ def _write_log(study, path: Path) -> None:
         params = {k: json.loads(v) if isinstance(v, str) else v for k, v in t.params.items()}
         row = {"number": t.number, "state": t.state.name, "params": params, "value": t.value}
         row["seconds"] = t.user_attrs.get("seconds")
+        row["commit"] = t.user_attrs.get("commit")  # the code that trained it (+dirty: uncommitted changes)
         lines.append(json.dumps(row, sort_keys=True))
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text("\n".join(lines) + "\n")
