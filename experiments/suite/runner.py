@@ -92,11 +92,15 @@ def _check_directory(out: Path, what: dict) -> None:
         )
     mine, ours = what.get("hyperparams"), theirs.get("hyperparams")
     if (mine is None) != (ours is None) or any(mine[t] != ours[t] for t in set(mine or ()) & set(ours or ())):
-        own = "the trainer's own"
         raise SuiteRunError(
-            f"{out} holds runs trained with other hyperparameter files ({ours or own}), not {mine or own}: "
-            "give another --out"
+            f"{out} holds runs trained with other hyperparameter files (theirs: {_files(ours)}; this run's: "
+            f"{_files(mine)}): give another --out"
         )
+
+
+def _files(digests: dict | None) -> str:
+    """How an error names the hyperparameter files of a run: each task's file by the start of its SHA-256."""
+    return "the trainer's own" if digests is None else ", ".join(f"{t} {d[:12]}" for t, d in sorted(digests.items()))
 
 
 def _label(x) -> str | None:
