@@ -245,6 +245,55 @@ def test_the_readme_and_the_suite_page_are_generated_from_the_registry(tmp_path)
         registry.add(partial, "greedy", registry=tmp_path / "registry")
 
 
+def _registry_entry(tasks, scores, trainer="experiments.suite.trainers:dqn_shaped"):
+    """A suite.json of two runs scoring ``scores[j]`` and ``scores[j] / 2`` on ``tasks[j]``."""
+    return {
+        "suite_version": 2,
+        "tasks": tasks,
+        "trainer": trainer,
+        "track": "env-only",
+        "normalized": [scores, [x / 2 for x in scores]],
+        "method": dict.fromkeys(tasks, "exact"),
+        "family": {t: get_task(t).kind for t in tasks},
+        "runs": {t: [{"seconds": 1.0}, {"seconds": 1.0}] for t in tasks},
+        "provenance": {"commit": "0123456789abcdef"},
+    }
+
+
+def test_a_registry_entry_of_one_family_is_aggregated_in_that_family_only(tmp_path):
+    """A learner's variant run on one family's tasks (a shaped reward on the success tasks) enters the registry:
+    its row shows a dash on the other tasks, it is in its family's aggregates and ranking and not in the others'
+    or the overall ones; a run of some other set of tasks is refused, naming the families."""
+    from experiments.suite import registry
+    from experiments.suite.aggregate import aggregate_table
+
+    everything = [t.name for t in SUITE_V2]
+    success = [t.name for t in SUITE_V2 if t.kind == "success"]
+    for name, tasks, scores in [
+        ("whole", everything, [0.2 + 0.05 * j for j in range(len(everything))]),
+        ("variant", success, [0.9 - 0.1 * j for j in range(len(success))]),
+        ("odd", ["2x3", "L3-256"], [0.5, 0.5]),
+    ]:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "suite.json").write_text(json.dumps(_registry_entry(tasks, scores)))
+    with pytest.raises(ValueError, match="or every task of one family .*goal games and endgames: 3x3-512,"):
+        registry.add(tmp_path / "odd", "odd", registry=tmp_path / "reg")
+    registry.add(tmp_path / "whole", "whole", registry=tmp_path / "reg")
+    registry.add(tmp_path / "variant", "variant", registry=tmp_path / "reg")
+    entries = registry.load(tmp_path / "reg")
+    aggregates = registry.registry_aggregates(entries, reps=20)
+    assert set(aggregates["overall"]) == set(aggregates["score"]) == {"whole"}
+    assert set(aggregates["success"]) == {"whole", "variant"}
+    alone = aggregate_table({"variant": np.asarray(entries["variant"]["normalized"])}, reps=20)["variant"]
+    assert aggregates["success"]["variant"]["IQM"]["point"] == pytest.approx(alone["IQM"]["point"])
+    table = registry.tables(entries, reps=20, full=False, aggregates=aggregates)
+    row = next(line for line in table.splitlines() if line.startswith("| variant | env-only | 2 |"))
+    means = [f"{x * 0.75:.4f}" for x in [0.9, 0.8, 0.7, 0.6, 0.5]]  # the mean of x and x / 2
+    assert row.split(" | ")[5:] == ["—", "—", "—", *means[:-1], means[-1] + " |"]
+    ranking_lines = [line for line in table.splitlines() if line.startswith("- ")]
+    assert "variant" not in ranking_lines[0] and "variant" in ranking_lines[1] and "variant" not in ranking_lines[2]
+
+
 @pytest.mark.slow
 def test_the_td_trainer_keeps_to_its_budget_and_plays_each_tasks_own_game():
     from agents.ntuple_goal import GoalNTupleAgent

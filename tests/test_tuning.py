@@ -120,7 +120,7 @@ def test_the_registry_keeps_a_learner_s_tunings_and_states_their_cost(tmp_path):
         "provenance": {"commit": "0123456789abcdef"},
     }
     (results / "suite.json").write_text(json.dumps({**suite, "trainer": "experiments.suite.trainers:maskable_ppo"}))
-    with pytest.raises(ValueError, match="tuned 'experiments.suite.trainers:dqn', not the run's trainer"):
+    with pytest.raises(ValueError, match="tuned 'experiments.suite.trainers:dqn', not the run's trainer 'exp"):
         registry.add(results, "ppo", registry=tmp_path / "reg", tuning=[out])
     (results / "suite.json").write_text(json.dumps(suite))
     with pytest.raises(ValueError, match="the runs of task 2x3 did not train with .*: run them with --hyperparams"):
@@ -141,3 +141,7 @@ def test_the_registry_keeps_a_learner_s_tunings_and_states_their_cost(tmp_path):
     assert sorted(p.name for p in kept.iterdir()) == files
     table = registry.tables(registry.load(tmp_path / "reg"), reps=20)
     assert "| dqn | env-only | 1 | 24 s | 0.002 M steps, " in table  # 8 tasks x 3 s
+    # the shaped learner trains with the unshaped one's tuned files, so the registry takes that tuning for it
+    (results / "suite.json").write_text(json.dumps({**suite, "trainer": "experiments.suite.trainers:dqn_shaped"}))
+    shaped = json.loads(registry.add(results, "dqn-shaped", registry=tmp_path / "reg", tuning=[out]).read_text())
+    assert shaped["tuning"]["2x3"]["trainer"] == TRAINER

@@ -21,10 +21,9 @@ import numpy as np
 from .aggregate import (
     FAMILIES,
     METRICS,
-    aggregates_by_family,
+    aggregate_table,
     plot_aggregates,
     plot_profiles,
-    task_families,
     track_of_result,
 )
 from .tasks import SUITE_VERSION, SUITES, suite_tasks
@@ -93,31 +92,48 @@ def _check_trained_with(data: dict, tuning_dir, tasks: list[str]) -> None:
             )
 
 
+def _same_algorithm(tuned_trainer: str, run_trainer: str | None) -> bool:
+    """Whether a run's trainer trains with the files of the tuned trainer's algorithm: the same trainer, or one
+    that shares them (``td_expectimax`` plays ``td``'s network, ``maskable_ppo_shaped`` trains with
+    ``maskable_ppo``'s files)."""
+    if run_trainer is None or tuned_trainer == run_trainer:
+        return tuned_trainer == run_trainer
+    from .policies import load_trainer
+    from .tuning import algorithm_of
+
+    return algorithm_of(load_trainer(tuned_trainer)) == algorithm_of(load_trainer(run_trainer))
+
+
 def add(results_dir, name: str, registry: Path | None = None, tuning=()) -> Path:
     """Copy a finished results directory's suite.json into the registry of its suite version as ``NAME.json``
-    (``registry``: another directory); it must cover every task of the current suite version.  ``tuning``: the
-    tuning directories that chose the learner's hyperparameter files (no task chosen twice), of the run's trainer,
-    whose runs trained with their files (``run --hyperparams``): their log, search space and chosen files are kept
-    in ``REGISTRY/tuning/NAME/TASK/`` (TASK the tuned one), and the entry records each one's cost
-    (:func:`tuning_summary`)."""
+    (``registry``: another directory); it must cover every task of the current suite version, or every task of
+    one family (a learner's variant for that family alone, such as a shaped reward on the success tasks).
+    ``tuning``: the tuning directories that chose the learner's hyperparameter files (no task chosen twice), of
+    the run's trainer or of the algorithm whose files it trains with, whose runs trained with their files
+    (``run --hyperparams``): their log, search space and chosen files are kept in ``REGISTRY/tuning/NAME/TASK/``
+    (TASK the tuned one), and the entry records each one's cost (:func:`tuning_summary`)."""
     source = Path(results_dir) / "suite.json"
     if not source.exists():
         raise FileNotFoundError(f"{results_dir}: no suite.json (the run has not finished)")
     data = json.loads(source.read_text())
     if data.get("budget_scale", 1.0) != 1.0:
         raise ValueError(f"{source}: trained at {data['budget_scale']}x the budgets; the registry holds the suite's")
-    if data.get("suite_version") != SUITE_VERSION or data.get("tasks") != [t.name for t in suite_tasks()]:
+    if data.get("suite_version") != SUITE_VERSION or data.get("tasks") not in _coverable(SUITE_VERSION):
+        families = "; ".join(f"{FAMILIES[f]}: {','.join(t)}" for f, t in _parts(SUITE_VERSION).items() if f in FAMILIES)
         raise ValueError(
-            f"{source}: a reference run covers every task of suite v{SUITE_VERSION}, got "
-            f"v{data.get('suite_version')} {data.get('tasks')}"
+            f"{source}: a reference run covers every task of suite v{SUITE_VERSION}, or every task of one family "
+            f"({families}), in the suite's order; got v{data.get('suite_version')} {data.get('tasks')}"
         )
     registry = registry_dir() if registry is None else registry
     summaries = {}
     for tuning_dir in tuning:
         summary = tuning_summary(tuning_dir)
-        if summary["trainer"] != data.get("trainer"):
+        if not _same_algorithm(summary["trainer"], data.get("trainer")):
             trainer = data.get("trainer")
-            raise ValueError(f"{tuning_dir} tuned {summary['trainer']!r}, not the run's trainer {trainer!r}")
+            raise ValueError(
+                f"{tuning_dir} tuned {summary['trainer']!r}, not the run's trainer {trainer!r} "
+                "or the algorithm whose files it trains with"
+            )
         covered = {t for other in summaries.values() for t in other["tasks"]} & set(summary["tasks"])
         if covered:
             raise ValueError(f"two tunings chose files for task(s) {', '.join(sorted(covered))}: one per task")
@@ -148,17 +164,41 @@ def _iqm(row: dict) -> str:
     return f"{row['IQM']['point']:.3f} [{row['IQM']['ci'][0]:.3f}, {row['IQM']['ci'][1]:.3f}]"
 
 
-def _task_names(entries: dict[str, dict]) -> list[str]:
-    """The tasks of a registry's entries (all of one suite version, so the same)."""
-    return list(next(iter(entries.values()))["tasks"])
+def _parts(version: int) -> dict[str, list[str]]:
+    """``{"overall": every task, family: its tasks, ...}`` of suite ``version``, tasks in the suite's order."""
+    tasks = suite_tasks(version)
+    parts = {"overall": [t.name for t in tasks]}
+    for family in FAMILIES:
+        if any(t.kind == family for t in tasks):
+            parts[family] = [t.name for t in tasks if t.kind == family]
+    return parts
+
+
+def _coverable(version: int) -> list[list[str]]:
+    """The task lists a registry entry of suite ``version`` may cover: all of them, or one family's."""
+    return list(_parts(version).values())
+
+
+def _version(entries: dict[str, dict]) -> int:
+    return int(next(iter(entries.values()))["suite_version"])
+
+
+def _columns(data: dict, tasks: list[str]) -> np.ndarray:
+    """The ``float (runs, len(tasks))`` scores of a suite.json on ``tasks`` (each one it covers)."""
+    matrix = np.asarray(data["normalized"], float)
+    return matrix[:, [data["tasks"].index(t) for t in tasks]]
 
 
 def registry_aggregates(entries: dict[str, dict], reps: int = 2000) -> dict:
-    """Each entry's aggregates per family of tasks and overall (:func:`aggregates_by_family`): an agent's
-    aggregates are its own runs' (no statistic here crosses two agents), so one table shows every track."""
-    matrices = {n: np.asarray(d["normalized"], float) for n, d in entries.items()}
-    families = task_families(next(iter(entries.values())))
-    return aggregates_by_family(matrices, families, _task_names(entries), reps)
+    """``{"overall": table, family: table, ...}`` (tables of :func:`aggregate_table`), each over the entries that
+    cover its tasks (an entry of one family is in that family's table only): an agent's aggregates are its own
+    runs' (no statistic here crosses two agents), so one table shows every track."""
+    out = {}
+    for part, tasks in _parts(_version(entries)).items():
+        matrices = {n: _columns(d, tasks) for n, d in entries.items() if set(tasks) <= set(d["tasks"])}
+        if matrices:
+            out[part] = aggregate_table(matrices, reps)
+    return out
 
 
 def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggregates: dict | None = None) -> str:
@@ -166,8 +206,8 @@ def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggreg
     then each agent's aggregates (over its own runs, so agents of different tracks are never pooled): with
     ``full`` every metric per family of tasks and overall, else (the README's headline) the IQM per family and
     overall in one table.  ``aggregates``: :func:`registry_aggregates` of ``entries``, if already computed."""
-    names = _task_names(entries)
-    version = next(iter(entries.values()))["suite_version"]
+    version = _version(entries)
+    names = _parts(version)["overall"]
     tracks = {name: track_of_result(data) for name, data in entries.items()}
     lines = [
         "| agent | track | runs | time | tuning | " + " | ".join(f"`{n}`" for n in names) + " |",
@@ -176,12 +216,15 @@ def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggreg
     for name, data in entries.items():
         matrix = np.asarray(data["normalized"], float)
         cells = []
-        for j, task in enumerate(names):
+        for task in names:
+            if task not in data["tasks"]:
+                cells.append("—")
+                continue
             mark = "" if data["method"][task] == "exact" else "†"
-            cells.append(f"{_fmt(matrix[:, j].mean())}{mark}")
+            cells.append(f"{_fmt(matrix[:, data['tasks'].index(task)].mean())}{mark}")
         runs = f"{name} | {tracks[name]} | {matrix.shape[0]} | {_duration(run_seconds(data))} | {_tuning(data)}"
         lines.append(f"| {runs} | " + " | ".join(cells) + " |")
-    families = task_families(next(iter(entries.values())))
+    families = {t.name: t.kind for t in suite_tasks(version)}
     if aggregates is None:
         aggregates = registry_aggregates(entries, reps)
     if not full:
@@ -189,10 +232,12 @@ def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggreg
         titles = [FAMILIES.get(p, "all tasks") for p in parts]
         lines += ["", "| IQM [95% CI] | track | " + " | ".join(titles) + " |", "|---|---|" + "---:|" * len(parts)]
         for name in entries:
-            lines.append(f"| {name} | {tracks[name]} | " + " | ".join(_iqm(aggregates[p][name]) for p in parts) + " |")
+            cells = [_iqm(aggregates[p][name]) if name in aggregates[p] else "—" for p in parts]
+            lines.append(f"| {name} | {tracks[name]} | " + " | ".join(cells) + " |")
         ranked = [n for n, d in entries.items() if d.get("agent") != "optimal"]  # the optimum is 1 by definition
         lines += ["", "Ranked by IQM (`>`: the 95% CIs apart, `≈`: overlapping; the track in brackets):", ""]
-        lines += [f"- {t}: {ranking(aggregates[p], tracks, ranked)}" for p, t in zip(parts, titles, strict=True)]
+        for p, t in zip(parts, titles, strict=True):
+            lines.append(f"- {t}: {ranking(aggregates[p], tracks, [n for n in ranked if n in aggregates[p]])}")
     else:
         for part, table in aggregates.items():
             title = "all tasks" if part == "overall" else FAMILIES[part]
@@ -295,7 +340,8 @@ def render(check: bool = False, files=(README, PAGE), reps: int = 2000) -> list[
         for path in stale:
             path.write_text(new[path])
         if versions:  # entries and aggregates are the newest version's, the loop's last
-            matrices = {n: np.asarray(d["normalized"], float) for n, d in entries.items()}
+            everything = _parts(_version(entries))["overall"]
+            matrices = {n: np.asarray(d["normalized"], float) for n, d in entries.items() if d["tasks"] == everything}
             plot_aggregates({"groups": {"all": {"aggregates": aggregates}}}, PLOTS["aggregates"])
             plot_profiles(matrices, PLOTS["profiles"], reps)
     return stale
