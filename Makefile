@@ -69,19 +69,29 @@ datasets: $(STAMP)
 	  solved2048/3x3/optimal-v0,solved2048/3x3/td-v0,solved2048/L3-256/optimal-v0,solved2048/L3-256/td-v0
 
 # The reference runs of the suite's registry (docs/suite.md, "Reference results"), from a clean checkout: the
-# tables, the fixed agents (one run each), the learners (TD 5 seeds, MaskablePPO 3) -> $(REF)/NAME; then
-# `python -m experiments.suite registry --add $(REF)/NAME --name NAME` for each, and `registry` to regenerate.
-# Each run resumes where it stopped.  Hours here (docs/suite.md gives the times).
+# tables, the reference tunings (`tunings`), the fixed agents (one run each), the learners with their tuned files
+# (5 seeds each; the shaped learners on the success tasks) -> $(REF)/NAME; then `python -m experiments.suite
+# registry --add $(REF)/NAME --name NAME --tuning ...` for each, and `registry` to regenerate.  Each run resumes
+# where it stopped.  Days of process time here (docs/suite.md gives the times).
 REF ?= results/reference
 SUITE_RUN := $(PY) -m experiments.suite run --quiet
-reference: $(STAMP)
+TRAINERS := experiments.suite.trainers
+SUCCESS_TASKS := 3x3-512,4x3-256,L3-256,442-256,t-512
+tuned = --hyperparams $(TUNE)/$(1)/score,$(TUNE)/$(1)/success
+reference: tunings
 	$(PY) -m experiments.suite tables --verify
 	$(SUITE_RUN) --agent random --seeds 1 --out $(REF)/random
 	$(SUITE_RUN) --agent greedy --seeds 1 --out $(REF)/greedy
 	$(SUITE_RUN) --agent expectimax:2 --seeds 1 --out $(REF)/expectimax-2
 	$(SUITE_RUN) --agent optimal --seeds 1 --out $(REF)/optimal
-	$(SUITE_RUN) --trainer experiments.suite.trainers:td --seeds 5 --out $(REF)/td
-	$(SUITE_RUN) --trainer experiments.suite.trainers:maskable_ppo --seeds 3 --out $(REF)/maskable-ppo
+	$(SUITE_RUN) --trainer $(TRAINERS):td --seeds 5 $(call tuned,td) --out $(REF)/td
+	$(SUITE_RUN) --trainer $(TRAINERS):td_expectimax --seeds 5 $(call tuned,td) --out $(REF)/td-expectimax
+	$(SUITE_RUN) --trainer $(TRAINERS):maskable_ppo --seeds 5 $(call tuned,maskable_ppo) --out $(REF)/maskable-ppo
+	$(SUITE_RUN) --trainer $(TRAINERS):dqn --seeds 5 $(call tuned,dqn) --out $(REF)/dqn
+	$(SUITE_RUN) --trainer $(TRAINERS):maskable_ppo_shaped --seeds 5 --tasks $(SUCCESS_TASKS) \
+	  --hyperparams $(TUNE)/maskable_ppo/success --out $(REF)/maskable-ppo-shaped
+	$(SUITE_RUN) --trainer $(TRAINERS):dqn_shaped --seeds 5 --tasks $(SUCCESS_TASKS) \
+	  --hyperparams $(TUNE)/dqn/success --out $(REF)/dqn-shaped
 
 # The suite's reference tunings (docs/suite.md, "Tuning"): each learning algorithm tuned per family, on 3x3 for the
 # score games and L3-256 for the success tasks, 20 trials of 1 M steps -> $(TUNE)/ALGORITHM/FAMILY.  Each resumes.
