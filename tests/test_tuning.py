@@ -35,6 +35,7 @@ def test_a_tuning_runs_writes_its_log_and_file_and_resumes(tmp_path):
     assert [r["state"] for r in rows] == ["COMPLETE", "COMPLETE", "FAIL", "COMPLETE"]
     space = load_search_space("dqn")
     assert set(rows[3]["params"]) == set(space)
+    assert rows[3]["params"] not in [r["params"] for r in rows[:3]]  # the resumed sampler draws new values
     # the chosen file: the task's file with the best trial's values, every key set
     import tomllib
 

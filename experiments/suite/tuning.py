@@ -105,12 +105,14 @@ def _open_study(out: Path, sampler_seed: int):
         storage=f"sqlite:///{out / 'study.db'}",
         study_name="tune",
         direction="maximize",
-        sampler=optuna.samplers.TPESampler(seed=sampler_seed),
         pruner=optuna.pruners.NopPruner(),
         load_if_exists=True,
     )
     for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
         study._storage.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL)  # cut short: not counted
+    # A resumed study's sampler seeded as at the start would draw the first trials' values again; seeding it by
+    # the trials already made keeps a resumed study deterministic without repeating them.
+    study.sampler = optuna.samplers.TPESampler(seed=sampler_seed + len(study.trials))
     return study
 
 
