@@ -40,7 +40,10 @@ def test_a_tuning_runs_writes_its_log_and_file_and_resumes(tmp_path):
     import tomllib
 
     chosen = (out / "2x3.toml").read_text()
-    assert f"trial {result['best']['number']} of 3" in chosen and "2,000 steps on 1 tuning seed" in chosen
+    assert (
+        f"trial {result['best']['number']}, the best of 3 complete trials" in chosen
+        and "2,000 steps on 1 tuning seed" in chosen
+    )
 
     values = tomllib.loads(chosen)
     assert set(values) == set(DQN_KEYS) == set(load_hyperparams("dqn", "2x3"))

@@ -280,8 +280,8 @@ def write_hyperparams(path: Path, base: dict, chosen: dict, algorithm, task, bes
     header = [
         f"# {algorithm} on task {task}: chosen by `python -m experiments.suite tune`{where} "
         f"(suite v{what['suite_version']}),",
-        f"# trial {best.number} of {trials}: mean normalized score {best.value:.6g} after {what['steps']:,} steps on "
-        f"{what['seeds']} tuning seed(s).",
+        f"# trial {best.number}, the best of {trials} complete trials: mean normalized score {best.value:.6g}",
+        f"# after {what['steps']:,} steps on {what['seeds']} tuning seed(s).",
     ]
     body = [f"{key} = {_toml_value(chosen.get(key, value))}" for key, value in base.items()]
     path.write_text("\n".join(header + body) + "\n")
