@@ -96,8 +96,10 @@ def _same_algorithm(tuned_trainer: str, run_trainer: str | None) -> bool:
     """Whether a run's trainer trains with the files of the tuned trainer's algorithm: the same trainer, or one
     that shares them (``td_expectimax`` plays ``td``'s network, ``maskable_ppo_shaped`` trains with
     ``maskable_ppo``'s files)."""
-    if run_trainer is None or tuned_trainer == run_trainer:
-        return tuned_trainer == run_trainer
+    if tuned_trainer == run_trainer:
+        return True
+    if run_trainer is None:
+        return False
     from .policies import load_trainer
     from .tuning import algorithm_of
 
@@ -224,7 +226,6 @@ def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggreg
             cells.append(f"{_fmt(matrix[:, data['tasks'].index(task)].mean())}{mark}")
         runs = f"{name} | {tracks[name]} | {matrix.shape[0]} | {_duration(run_seconds(data))} | {_tuning(data)}"
         lines.append(f"| {runs} | " + " | ".join(cells) + " |")
-    families = {t.name: t.kind for t in suite_tasks(version)}
     if aggregates is None:
         aggregates = registry_aggregates(entries, reps)
     if not full:
@@ -241,8 +242,7 @@ def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggreg
     else:
         for part, table in aggregates.items():
             title = "all tasks" if part == "overall" else FAMILIES[part]
-            members = [t for t in names if part == "overall" or families[t] == part]
-            lines += ["", f"*{title}* ({', '.join(members)}):", ""]
+            lines += ["", f"*{title}* ({', '.join(_parts(version)[part])}):", ""]
             lines += ["| agent | track | " + " | ".join(METRICS) + " |", "|---|---|" + "---:|" * len(METRICS)]
             for name, row in table.items():
                 cells = [f"{row[m]['point']:.3f} [{row[m]['ci'][0]:.3f}, {row[m]['ci'][1]:.3f}]" for m in METRICS]
