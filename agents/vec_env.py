@@ -38,7 +38,54 @@ def transform_reward(reward: np.ndarray, mode: str) -> np.ndarray:
     raise ValueError(f"reward must be one of {REWARDS}, got {mode!r}")
 
 
-class Game2048SB3VecEnv(VecEnv):
+def finished_game_info(observation: np.ndarray, score: float, moves: int, seconds: float, truncated: bool) -> dict:
+    """A finished game's ``info`` in SB3's form: its last observation, and ``episode`` as SB3's Monitor gives it
+    (score ``r``, moves ``l``, wall time ``t``)."""
+    return {
+        "terminal_observation": observation.copy(),
+        "episode": {"r": float(score), "l": int(moves), "t": round(float(seconds), 6)},
+        "TimeLimit.truncated": bool(truncated),
+    }
+
+
+class SharedSettingsVecEnv(VecEnv):
+    """The per-env half of SB3's ``VecEnv`` protocol for adapters whose games share one set of settings and step
+    in one kernel: ``get_attr`` answers the adapter's attribute for every env, ``env_method`` answers only
+    ``action_masks`` (what MaskablePPO asks), from the subclass's ``action_masks()`` (``bool[n, 4]``)."""
+
+    def action_masks(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def _indices(self, indices) -> list[int]:
+        if indices is None:
+            return list(range(self.num_envs))
+        if isinstance(indices, int | np.integer):
+            return [int(indices)]
+        return [int(i) for i in indices]
+
+    def get_attr(self, attr_name: str, indices=None) -> list[Any]:
+        """The attribute is the adapter's (``action_masks``, ``render_mode``, ``rows``, ...), the same for every env."""
+        value = getattr(self, attr_name)
+        return [value for _ in self._indices(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
+        raise AttributeError(f"the games of a {type(self).__name__} share their settings; cannot set {attr_name!r}")
+
+    def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs) -> list[Any]:
+        """Only ``action_masks`` has a per-env answer (one ``bool[4]`` per env); other methods are refused."""
+        if method_name != "action_masks":
+            raise AttributeError(f"{type(self).__name__} has no per-env method {method_name!r} (only 'action_masks')")
+        masks = self.action_masks()
+        return [masks[i] for i in self._indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
+        return [False for _ in self._indices(indices)]
+
+    def get_images(self):
+        raise NotImplementedError(f"{type(self).__name__} does not render")
+
+
+class Game2048SB3VecEnv(SharedSettingsVecEnv):
     """``num_envs`` games of 2048 on a ``rows`` x ``cols`` board as one SB3 ``VecEnv``.
 
     ``obs_mode`` ``"onehot"`` (``uint8 (channels, rows, cols)`` per env) or ``"exponent"``; ``reward`` one of
@@ -95,15 +142,13 @@ class Game2048SB3VecEnv(VecEnv):
         if done.any():
             now = time.perf_counter()
             for i in np.flatnonzero(done):
-                infos[i] = {
-                    "terminal_observation": obs[i].copy(),
-                    "episode": {
-                        "r": float(info["score"][i]),
-                        "l": int(info["moves"][i]),
-                        "t": round(now - self._started[i], 6),
-                    },
-                    "TimeLimit.truncated": bool(truncated[i] and not terminated[i]),
-                }
+                infos[i] = finished_game_info(
+                    obs[i],
+                    info["score"][i],
+                    info["moves"][i],
+                    now - self._started[i],
+                    truncated[i] and not terminated[i],
+                )
                 self._started[i] = now
             obs, _ = self.game.reset_done(done)
         return obs, reward, done, infos
@@ -114,31 +159,6 @@ class Game2048SB3VecEnv(VecEnv):
 
     def close(self) -> None:
         self.game.close()
-
-    def _indices(self, indices) -> list[int]:
-        if indices is None:
-            return list(range(self.num_envs))
-        if isinstance(indices, int | np.integer):
-            return [int(indices)]
-        return [int(i) for i in indices]
-
-    def get_attr(self, attr_name: str, indices=None) -> list[Any]:
-        """The attribute is the adapter's (``action_masks``, ``render_mode``, ``rows``, ...), the same for every env."""
-        value = getattr(self, attr_name)
-        return [value for _ in self._indices(indices)]
-
-    def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
-        raise AttributeError(f"the games of a Game2048SB3VecEnv share their settings; cannot set {attr_name!r}")
-
-    def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs) -> list[Any]:
-        """Only ``action_masks`` has a per-env answer (one ``bool[4]`` per env); other methods are refused."""
-        if method_name != "action_masks":
-            raise AttributeError(f"Game2048SB3VecEnv has no per-env method {method_name!r} (only 'action_masks')")
-        masks = self.action_masks()
-        return [masks[i] for i in self._indices(indices)]
-
-    def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
-        return [False for _ in self._indices(indices)]
 
     def get_images(self):
         raise NotImplementedError("Game2048SB3VecEnv does not render; use Game2048VectorEnv(render_mode=...)")

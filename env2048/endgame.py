@@ -25,6 +25,43 @@ def _play(b, action, rows, cols, moves, rules):
     return after, outcome
 
 
+@numba.njit(cache=True)
+def play_many(boards, actions, rows, cols, moves, rules, free_cells):
+    """Each board's move under a pattern's rules: packed ``boards uint64[n]``, ``actions int64[n]``, ``free_cells
+    int64[k]`` -> ``(afterstates uint64[n], outcomes int64[n], empty int64[n])``: the rules' ``ILLEGAL``, ``PLAY``,
+    ``SUCCESS`` or ``FAILURE``, and the number of empty free cells of each afterstate (where a spawn may go)."""
+    n = boards.shape[0]
+    after = np.empty(n, np.uint64)
+    outcomes = np.empty(n, np.int64)
+    empty = np.zeros(n, np.int64)
+    for i in range(n):
+        a, _, outcome = move_outcome(boards[i], actions[i], rows, cols, moves, rules)
+        after[i] = a
+        outcomes[i] = outcome
+        for c in free_cells:
+            if (a >> np.uint64(4 * c)) & np.uint64(15) == 0:
+                empty[i] += 1
+    return after, outcomes, empty
+
+
+@numba.njit(cache=True)
+def spawn_many(afterstates, picks, exponents, free_cells):
+    """``afterstates uint64[n]`` with a tile of exponent ``exponents[i]`` (``int64[n]``) on the ``picks[i]``-th
+    empty cell of ``free_cells`` (``int64[k]``, in that order); boards whose pick is negative stay as they are."""
+    out = afterstates.copy()
+    for i in range(out.shape[0]):
+        left = picks[i]
+        if left < 0:
+            continue
+        for c in free_cells:
+            if (out[i] >> np.uint64(4 * c)) & np.uint64(15) == 0:
+                if left == 0:
+                    out[i] |= np.uint64(exponents[i]) << np.uint64(4 * c)
+                    break
+                left -= 1
+    return out
+
+
 class Endgame2048Env(gym.Env):
     """An endgame of 2048: fixed large tiles, a target tile to make with the free cells.
 

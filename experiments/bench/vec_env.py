@@ -1,7 +1,10 @@
 """Env stepping for SB3: the native adapter (``agents.vec_env.Game2048SB3VecEnv``) against SB3's DummyVecEnv of
-``Solved2048`` envs, with random legal actions (no policy), and MaskablePPO's training speed on each.
+``Solved2048`` envs, with random legal actions (no policy), and MaskablePPO's training speed on each.  With
+``--pattern``, an endgame: ``agents.endgame_vec_env.Endgame2048SB3VecEnv`` against SB3's DummyVecEnv of one-hot
+``Endgame2048Env`` envs (the suite's v2 rule: an illegal move ends the game).
 
     python -m experiments.bench.vec_env [--board 3x3] [--n-envs 8] [--steps 200000] [--ppo-steps 20000] [--repeats 3]
+    python -m experiments.bench.vec_env --pattern L3 --target 256 --n-envs 32 --ppo-steps 0
 
 Prints the median steps per second of each (one process, both measured in turn, so load affects both alike).
 """
@@ -18,7 +21,10 @@ import env2048  # noqa: F401  (registers the environments)
 from env2048.shape import parse_board
 
 
-def make_vec(kind: str, rows: int, cols: int, n_envs: int, seed: int = 0):
+def make_vec(kind: str, rows: int, cols: int, n_envs: int, seed: int = 0, endgame: tuple[str, int] | None = None):
+    """The ``native`` adapter or SB3's ``dummy`` VecEnv of the board (or of ``endgame``, a pattern and target)."""
+    if endgame is not None:
+        return make_endgame_vec(kind, *endgame, n_envs, seed)
     if kind == "native":
         from agents.vec_env import Game2048SB3VecEnv
 
@@ -32,9 +38,26 @@ def make_vec(kind: str, rows: int, cols: int, n_envs: int, seed: int = 0):
     )
 
 
-def stepping_rate(kind: str, rows: int, cols: int, n_envs: int, steps: int) -> float:
+def make_endgame_vec(kind: str, pattern: str, target: int, n_envs: int, seed: int = 0):
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from agents.endgame_vec_env import Endgame2048SB3VecEnv
+    from env2048.endgame import Endgame2048Env
+    from experiments.suite.envs import OneHotBoard
+
+    if kind == "native":
+        vec = Endgame2048SB3VecEnv(n_envs, pattern, target, invalid_action="terminate")
+    else:
+        vec = DummyVecEnv(
+            [lambda: OneHotBoard(Endgame2048Env(pattern, target, invalid_action="terminate")) for _ in range(n_envs)]
+        )
+    vec.seed(seed)
+    return vec
+
+
+def stepping_rate(kind: str, rows: int, cols: int, n_envs: int, steps: int, endgame=None) -> float:
     """Env steps per second with uniformly random legal moves (masks from ``env_method("action_masks")``)."""
-    vec = make_vec(kind, rows, cols, n_envs)
+    vec = make_vec(kind, rows, cols, n_envs, endgame=endgame)
     vec.reset()
     rng = np.random.default_rng(0)
     t = time.perf_counter()
@@ -45,13 +68,13 @@ def stepping_rate(kind: str, rows: int, cols: int, n_envs: int, steps: int) -> f
     return steps // n_envs * n_envs / (time.perf_counter() - t)
 
 
-def ppo_rate(kind: str, rows: int, cols: int, n_envs: int, steps: int) -> float:
+def ppo_rate(kind: str, rows: int, cols: int, n_envs: int, steps: int, endgame=None) -> float:
     """MaskablePPO training steps per second (n_steps 256, batch 512, 4 epochs, 256x256 MLP)."""
     from sb3_contrib import MaskablePPO
 
     model = MaskablePPO(
         "MlpPolicy",
-        make_vec(kind, rows, cols, n_envs),
+        make_vec(kind, rows, cols, n_envs, endgame=endgame),
         n_steps=256,
         batch_size=512,
         n_epochs=4,
@@ -71,8 +94,14 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=200_000, help="env steps per stepping measurement")
     parser.add_argument("--ppo-steps", type=int, default=20_000, help="PPO steps per measurement (0: skip)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--pattern", help="an endgame pattern (with --target) instead of the board")
+    parser.add_argument("--target", type=int, help="the endgame's target tile")
     args = parser.parse_args(argv)
-    rows, cols = parse_board(args.board)
+    if (args.pattern is None) != (args.target is None):
+        parser.error("--pattern and --target go together")
+    endgame = None if args.pattern is None else (args.pattern, args.target)
+    rows, cols = (4, 4) if endgame else parse_board(args.board)
+    game = args.board if endgame is None else f"{args.pattern}-{args.target}"
     for name, measure, steps in (
         ("env stepping", stepping_rate, args.steps),
         ("MaskablePPO", ppo_rate, args.ppo_steps),
@@ -82,10 +111,10 @@ def main(argv=None) -> None:
         rates = {kind: [] for kind in ("native", "dummy")}
         for _ in range(args.repeats):
             for kind in rates:
-                rates[kind].append(measure(kind, rows, cols, args.n_envs, steps))
+                rates[kind].append(measure(kind, rows, cols, args.n_envs, steps, endgame))
         native, dummy = statistics.median(rates["native"]), statistics.median(rates["dummy"])
         print(
-            f"{name}, {args.board}, {args.n_envs} envs: native {native:,.0f} steps/s, DummyVecEnv {dummy:,.0f} "
+            f"{name}, {game}, {args.n_envs} envs: native {native:,.0f} steps/s, DummyVecEnv {dummy:,.0f} "
             f"steps/s ({native / dummy:.1f}x); runs: native {[round(r) for r in rates['native']]}, dummy "
             f"{[round(r) for r in rates['dummy']]}"
         )

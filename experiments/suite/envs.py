@@ -71,12 +71,11 @@ def make_task_vec_env(task: str | Task, n_envs: int, seed: int, reward: str, ver
     Stable-Baselines3 ``VecEnv`` with one-hot observations and action masks, without the oracle (extra ``rl``).
     In v2 an illegal move ends the game, as in the task's env.  ``reward``: ``"score"`` (the merge reward; score
     tasks only) or ``"goal"`` (1 for the move that makes the goal, the task's own reward).  Board tasks step in the
-    native vector env; endgames in SB3's ``DummyVecEnv`` of :class:`env2048.endgame.Endgame2048Env`.  Env ``i`` is
-    seeded with ``seed + i``."""
-    from stable_baselines3.common.vec_env import DummyVecEnv
-
+    native vector env (:class:`agents.vec_env.Game2048SB3VecEnv`), endgames in
+    :class:`agents.endgame_vec_env.Endgame2048SB3VecEnv` (the games of SB3's ``DummyVecEnv`` of
+    :class:`env2048.endgame.Endgame2048Env`, move for move).  Env ``i`` is seeded with ``seed + i``."""
+    from agents.endgame_vec_env import Endgame2048SB3VecEnv
     from agents.vec_env import Game2048SB3VecEnv
-    from env2048.endgame import Endgame2048Env
 
     t = _task(task, version)
     if reward not in ("score", "goal"):
@@ -84,12 +83,7 @@ def make_task_vec_env(task: str | Task, n_envs: int, seed: int, reward: str, ver
     if reward == "score" and t.kind != "score":
         raise ValueError(f"task {t.name} is scored on success, not on the game's score: use reward 'goal'")
     if t.pattern is not None:
-        vec = DummyVecEnv(
-            [
-                lambda: OneHotBoard(Endgame2048Env(t.pattern, t.target, invalid_action=t.invalid_action))
-                for _ in range(n_envs)
-            ]
-        )
+        vec = Endgame2048SB3VecEnv(n_envs, t.pattern, t.target, invalid_action=t.invalid_action)
     else:
         rows, cols = t.shape
         goal = None if t.kind == "score" else 1 << t.spec().target_exponent
