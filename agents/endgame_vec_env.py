@@ -29,7 +29,7 @@ from agents.vec_env import SharedSettingsVecEnv, finished_game_info
 from env2048 import board as B
 from env2048.endgame import Endgame2048Env, play_many, spawn_many
 from env2048.engine import onehot
-from env2048.env import check_obs_mode
+from env2048.env import check_obs_mode, observation_space_for
 from env2048.rules import FAILURE, ILLEGAL, PLAY, SUCCESS, legal_masks
 from env2048.shape import ACTION_NAMES
 
@@ -63,10 +63,12 @@ class Endgame2048SB3VecEnv(SharedSettingsVecEnv):
         self._moves_table, self._rules = self.template._tables.moves, self.template._rules
         self._free = self.template._free
         self._starts, self._start_probs = self.template._starts, self.template._start_probs
-        self._channels = self.rows * self.cols + 2
-        shape = (self._channels, self.rows, self.cols) if self.obs_mode == "onehot" else (self.rows, self.cols)
-        high = 1 if self.obs_mode == "onehot" else 15
-        super().__init__(num_envs, spaces.Box(0, high, shape, np.uint8), spaces.Discrete(4))
+        if self.obs_mode == "onehot":
+            space = observation_space_for(self.rows, self.cols, "onehot")
+        else:
+            space = self.template.observation_space
+        self._channels = space.shape[0]
+        super().__init__(num_envs, space, spaces.Discrete(4))
         n = self.num_envs
         self._generators: list[np.random.Generator | None] = [None] * n
         self._boards = np.zeros(n, np.uint64)

@@ -7,7 +7,7 @@ import gymnasium as gym
 import numpy as np
 
 from env2048.engine import onehot
-from env2048.env import Game2048Env
+from env2048.env import Game2048Env, observation_space_for
 
 from .tasks import SUITE_VERSION, Task, ensure_table, get_task
 
@@ -57,9 +57,8 @@ class OneHotBoard(gym.ObservationWrapper):
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
-        rows, cols = env.observation_space.shape
-        self.channels = rows * cols + 2
-        self.observation_space = gym.spaces.Box(0, 1, (self.channels, rows, cols), np.uint8)
+        self.observation_space = observation_space_for(*env.observation_space.shape, "onehot")
+        self.channels = self.observation_space.shape[0]
 
     def observation(self, observation):
         planes = onehot(np.asarray(observation, np.uint8).reshape(1, -1), self.channels)
