@@ -12,6 +12,7 @@ Prints the median steps per second of each (one process, both measured in turn, 
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import time
 
@@ -21,10 +22,8 @@ import env2048  # noqa: F401  (registers the environments)
 from env2048.shape import parse_board
 
 
-def make_vec(kind: str, rows: int, cols: int, n_envs: int, seed: int = 0, endgame: tuple[str, int] | None = None):
-    """The ``native`` adapter or SB3's ``dummy`` VecEnv of the board (or of ``endgame``, a pattern and target)."""
-    if endgame is not None:
-        return make_endgame_vec(kind, *endgame, n_envs, seed)
+def make_vec(kind: str, n_envs: int, rows: int, cols: int, seed: int = 0):
+    """The ``native`` adapter or SB3's ``dummy`` VecEnv of the rows x cols board."""
     if kind == "native":
         from agents.vec_env import Game2048SB3VecEnv
 
@@ -38,7 +37,8 @@ def make_vec(kind: str, rows: int, cols: int, n_envs: int, seed: int = 0, endgam
     )
 
 
-def make_endgame_vec(kind: str, pattern: str, target: int, n_envs: int, seed: int = 0):
+def make_endgame_vec(kind: str, n_envs: int, pattern: str, target: int, seed: int = 0):
+    """The ``native`` adapter or SB3's ``dummy`` VecEnv of the endgame (an illegal move ends the game)."""
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     from agents.endgame_vec_env import Endgame2048SB3VecEnv
@@ -55,9 +55,10 @@ def make_endgame_vec(kind: str, pattern: str, target: int, n_envs: int, seed: in
     return vec
 
 
-def stepping_rate(kind: str, rows: int, cols: int, n_envs: int, steps: int, endgame=None) -> float:
-    """Env steps per second with uniformly random legal moves (masks from ``env_method("action_masks")``)."""
-    vec = make_vec(kind, rows, cols, n_envs, endgame=endgame)
+def stepping_rate(make, kind: str, n_envs: int, steps: int) -> float:
+    """Env steps per second of ``make(kind, n_envs)`` with uniformly random legal moves (masks from
+    ``env_method("action_masks")``)."""
+    vec = make(kind, n_envs)
     vec.reset()
     rng = np.random.default_rng(0)
     t = time.perf_counter()
@@ -68,13 +69,14 @@ def stepping_rate(kind: str, rows: int, cols: int, n_envs: int, steps: int, endg
     return steps // n_envs * n_envs / (time.perf_counter() - t)
 
 
-def ppo_rate(kind: str, rows: int, cols: int, n_envs: int, steps: int, endgame=None) -> float:
-    """MaskablePPO training steps per second (n_steps 256, batch 512, 4 epochs, 256x256 MLP)."""
+def ppo_rate(make, kind: str, n_envs: int, steps: int) -> float:
+    """MaskablePPO training steps per second on ``make(kind, n_envs)`` (n_steps 256, batch 512, 4 epochs,
+    256x256 MLP)."""
     from sb3_contrib import MaskablePPO
 
     model = MaskablePPO(
         "MlpPolicy",
-        make_vec(kind, rows, cols, n_envs, endgame=endgame),
+        make(kind, n_envs),
         n_steps=256,
         batch_size=512,
         n_epochs=4,
@@ -99,9 +101,12 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if (args.pattern is None) != (args.target is None):
         parser.error("--pattern and --target go together")
-    endgame = None if args.pattern is None else (args.pattern, args.target)
-    rows, cols = (4, 4) if endgame else parse_board(args.board)
-    game = args.board if endgame is None else f"{args.pattern}-{args.target}"
+    if args.pattern is None:
+        rows, cols = parse_board(args.board)
+        make, game = functools.partial(make_vec, rows=rows, cols=cols), args.board
+    else:
+        make = functools.partial(make_endgame_vec, pattern=args.pattern, target=args.target)
+        game = f"{args.pattern}-{args.target}"
     for name, measure, steps in (
         ("env stepping", stepping_rate, args.steps),
         ("MaskablePPO", ppo_rate, args.ppo_steps),
@@ -111,7 +116,7 @@ def main(argv=None) -> None:
         rates = {kind: [] for kind in ("native", "dummy")}
         for _ in range(args.repeats):
             for kind in rates:
-                rates[kind].append(measure(kind, rows, cols, args.n_envs, steps, endgame))
+                rates[kind].append(measure(make, kind, args.n_envs, steps))
         native, dummy = statistics.median(rates["native"]), statistics.median(rates["dummy"])
         print(
             f"{name}, {game}, {args.n_envs} envs: native {native:,.0f} steps/s, DummyVecEnv {dummy:,.0f} "
