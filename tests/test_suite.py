@@ -286,11 +286,13 @@ def test_a_registry_entry_of_one_family_is_aggregated_in_that_family_only(tmp_pa
     assert set(aggregates["success"]) == {"whole", "variant"}
     alone = aggregate_table({"variant": np.asarray(entries["variant"]["normalized"])}, reps=20)["variant"]
     assert aggregates["success"]["variant"]["IQM"]["point"] == pytest.approx(alone["IQM"]["point"])
-    table = registry.tables(entries, reps=20, full=False, aggregates=aggregates)
+    table = registry.tables(entries, reps=20, full=True, aggregates=aggregates)
     row = next(line for line in table.splitlines() if line.startswith("| variant | env-only | 2 |"))
     means = [f"{x * 0.75:.4f}" for x in [0.9, 0.8, 0.7, 0.6, 0.5]]  # the mean of x and x / 2
-    assert row.split(" | ")[5:] == ["—", "—", "—", *means[:-1], means[-1] + " |"]
-    ranking_lines = [line for line in table.splitlines() if line.startswith("- ")]
+    assert row.split(" | ")[3:6] == ["—", "10 s", "—"]  # no training time recorded, 10 runs x 1 s of scoring
+    assert row.split(" | ")[6:] == ["—", "—", "—", *means[:-1], means[-1] + " |"]
+    headline = registry.tables(entries, reps=20, full=False, aggregates=aggregates)
+    ranking_lines = [line for line in headline.splitlines() if line.startswith("- ")]
     assert "variant" not in ranking_lines[0] and "variant" in ranking_lines[1] and "variant" not in ranking_lines[2]
 
 

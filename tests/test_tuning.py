@@ -144,8 +144,12 @@ def test_the_registry_keeps_a_learner_s_tunings_and_states_their_cost(tmp_path):
     files = ["2x3.toml", "2x4.toml", "3x3.toml", "search-space.toml", "trials.jsonl", "tune.json"]
     assert sorted(p.name for p in kept.iterdir()) == files
     table = registry.tables(registry.load(tmp_path / "reg"), reps=20)
-    assert "| dqn | env-only | 1 | 24 s | 0.002 M steps, " in table  # 8 tasks x 3 s
+    assert "| dqn | env-only | 1 | 16 s | 8 s | 0.002 M steps, " in table  # 8 tasks x 2 s, 8 tasks x 1 s
     # the shaped learner trains with the unshaped one's tuned files, so the registry takes that tuning for it
     (results / "suite.json").write_text(json.dumps({**suite, "trainer": "experiments.suite.trainers:dqn_shaped"}))
     shaped = json.loads(registry.add(results, "dqn-shaped", registry=tmp_path / "reg", tuning=[out]).read_text())
     assert shaped["tuning"]["2x3"]["trainer"] == TRAINER
+    # the registry's compute in all: both entries' runs, their one shared tuning once
+    hours = f"{summary['seconds'] / 3600:.1f}"
+    expected = f"In all, {2 * 16 / 3600:.1f} h of training, {2 * 8 / 3600:.1f} h of scoring and {hours} h of tuning"
+    assert registry.cost_line(registry.load(tmp_path / "reg")).startswith(expected)
