@@ -151,6 +151,25 @@ def test_compare_keeps_tracks_apart_and_scores_each_family(tmp_path):
     assert "ppo > td" in pooled["groups"]["pooled"]["probability_of_improvement"]
 
 
+def test_compare_names_two_runs_of_one_trainer_apart(tmp_path):
+    """Two runs of the same trainer (tuned and untuned settings) are refused unnamed, and compared as NAME=DIR
+    (a suite.json file too), each under its own name."""
+    from experiments.suite.aggregate import compare
+
+    old = _results(tmp_path / "old", "ppo", "env-only", [[0.2, 0.3, 0.0], [0.25, 0.35, 0.1]])
+    new = _results(tmp_path / "new", "ppo", "env-only", [[0.4, 0.5, 0.2], [0.45, 0.55, 0.3]])
+    with pytest.raises(ValueError, match=r"hold the same agent: .*name each one \(NAME=DIR\)"):
+        compare([old, new], tmp_path / "out", reps=100)
+    result = compare([f"untuned={old}", f"tuned={new / 'suite.json'}"], tmp_path / "out", reps=100)
+    group = result["groups"]["pooled"]  # one learning track: one group
+    assert group["agents"] == ["untuned", "tuned"] and "tuned > untuned" in group["probability_of_improvement"]
+    assert group["aggregates"]["overall"]["tuned"]["mean"]["point"] == pytest.approx(
+        np.mean([0.4, 0.5, 0.2, 0.45, 0.55, 0.3])
+    )
+    with pytest.raises(ValueError, match="give a name before '='"):
+        compare([f"={old}", new], tmp_path / "out", reps=100)
+
+
 def test_a_budget_scale_trains_for_a_multiple_of_the_budget_and_never_enters_the_registry(tmp_path):
     from experiments.suite import registry
     from experiments.suite.trainers import td

@@ -213,7 +213,11 @@ def main(argv=None) -> int:
         "comma-separated, one per family) in place of the trainer's own files",
     )
     p = sub.add_parser("compare", help="aggregate results directories with rliable: table and plots")
-    p.add_argument("dirs", nargs="+", help="results directories of `run`")
+    p.add_argument(
+        "dirs",
+        nargs="+",
+        help="results directories of `run` (or suite.json files), each named by its agent or trainer, or NAME=DIR",
+    )
     p.add_argument("--out", required=True)
     p.add_argument("--reps", type=int, default=2000, help="bootstrap resamples (default 2000)")
     p.add_argument(

@@ -71,13 +71,20 @@ def aggregate_table(matrices: dict[str, np.ndarray], reps: int = 2000) -> dict:
 
 
 def load_matrix(path) -> tuple[str, dict]:
-    """``(name, suite.json)`` of a results directory (or a suite.json file)."""
+    """``(name, suite.json)`` of a results directory (or a suite.json file), named by its agent or trainer; or,
+    given as ``"NAME=PATH"`` (a path that is not itself a file or directory), named NAME: two runs of one trainer
+    (tuned and untuned settings, say) need names of their own."""
+    name = None
+    if isinstance(path, str) and "=" in path and not Path(path).exists():
+        name, path = path.split("=", 1)
+        if not name:
+            raise ValueError(f"{name}={path}: give a name before '=' (NAME=DIR)")
     path = Path(path)
     file = path / "suite.json" if path.is_dir() else path
     if not file.exists():
         raise FileNotFoundError(f"{path}: no suite.json (run `python -m experiments.suite run ... --out {path}`)")
     data = json.loads(file.read_text())
-    return data.get("agent") or data.get("trainer") or file.parent.name, data
+    return name or data.get("agent") or data.get("trainer") or file.parent.name, data
 
 
 #: The families of tasks, by what a task scores (docs/suite.md): aggregates are reported per family and overall.
@@ -161,7 +168,9 @@ def compare(dirs, out, reps: int = 2000, pool_tracks: bool = False) -> dict:
     task_names = list(tasks.pop())
     matrices = {name: np.asarray(data["normalized"], float) for name, data in loaded}
     if len(matrices) != len(loaded):
-        raise ValueError("two results directories hold the same agent: compare distinct ones")
+        raise ValueError(
+            "two results directories hold the same agent: compare distinct ones, or name each one (NAME=DIR)"
+        )
     tracks = {name: track_of_result(data) for name, data in loaded}
     families = task_families(loaded[0][1])
     by_group = grouped_aggregates(matrices, tracks, families, task_names, reps, pool_tracks)
