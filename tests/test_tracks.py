@@ -211,9 +211,10 @@ def test_candidates_are_measured_once_resume_and_refuse_a_build_under_way(tmp_pa
 
 
 @pytest.mark.slow
-def test_the_dqn_trainer_keeps_to_its_budget_without_masks_and_is_scored(tmp_path):
+def test_the_dqn_trainer_keeps_to_its_budget_without_masks_and_is_scored(tmp_path, capsys):
     """SB3's DQN from the task's file on the counted envs: whole collections within the budget, counted by the
-    suite; its policy is scored exactly (a model without masks, so an illegal move would end its games)."""
+    suite; its policy is scored exactly (a model without masks, so an illegal move would end its games).  Its
+    progress bar shows unless the run is quiet."""
     pytest.importorskip("stable_baselines3")
     from experiments.suite.trainers import DQN_KEYS, dqn, load_hyperparams
 
@@ -222,13 +223,15 @@ def test_the_dqn_trainer_keeps_to_its_budget_without_masks_and_is_scored(tmp_pat
     small = dataclasses.replace(get_task("2x3"), budget_steps=1000)
     model, facts = train_on_task(dqn, small, seed=0)
     assert facts["track"] == "env-only" and facts["counted_steps"] == model.train_steps == 992  # 31 x 8 envs x 4
+    assert "DQN 2x3 seed 0" in capsys.readouterr().err
     run_suite(tmp_path / "dqn", 1, agent=model, tasks="2x3", progress=False, track="env-only")
     cell = json.loads((tmp_path / "dqn" / "runs" / "2x3" / "seed-0.json").read_text())
     assert cell["method"] == "exact" and 0 < cell["normalized"] < 1
     # the shaped variants, declared trainers of their own, on the same counted budget
     from experiments.suite.trainers import dqn_shaped, maskable_ppo_shaped
 
-    assert train_on_task(dqn_shaped, small, seed=0)[1]["counted_steps"] == 992
+    assert train_on_task(dqn_shaped, small, seed=0, progress=False)[1]["counted_steps"] == 992
+    assert "DQN 2x3 seed 0" not in capsys.readouterr().err  # quiet
     rollout = dataclasses.replace(small, budget_steps=4096)
     assert train_on_task(maskable_ppo_shaped, rollout, seed=0)[1]["counted_steps"] == 4096
 

@@ -198,16 +198,16 @@ def run_suite(
     return result
 
 
-def train_on_task(train, task: Task, seed: int, monitor=None, **options) -> tuple[object, dict]:
+def train_on_task(train, task: Task, seed: int, monitor=None, progress: bool = True, **options) -> tuple[object, dict]:
     """``(policy, facts)``: what ``train(run, task.budget_steps, seed)`` learns on a :class:`TrainingRun` of the
     task with a counted budget on the trainer's track (given ``monitor=`` when there is one), and ``track``,
     ``budget_steps``, ``counted_steps`` (what the run's envs and simulator counted), ``train_seconds`` (a
     monitor's scoring included) and, when the policy says, ``train_steps`` (the trainer's own word).  A step past
     the budget raises :class:`experiments.suite.budget.BudgetExceeded`.  ``options`` go to ``train`` as keywords
-    (a tuning trial's ``hyperparams``)."""
+    (a tuning trial's ``hyperparams``); ``progress``: whether the trainer may show a progress bar."""
     start = time.perf_counter()
     extra = dict(options) if monitor is None else {"monitor": monitor, **options}
-    run = TrainingRun(task, StepBudget(task.budget_steps, track_of(train)))
+    run = TrainingRun(task, StepBudget(task.budget_steps, track_of(train)), progress)
     policy = train(run, task.budget_steps, seed, **extra)
     facts = {
         "track": run.track,
@@ -234,7 +234,7 @@ def compute_cell(
     policy, monitor = agent, None
     if train is not None:
         monitor = TrainingMonitor(task, oracle, curve, seed, progress) if curve else None
-        policy, facts = train_on_task(train, task, seed, monitor, **options)
+        policy, facts = train_on_task(train, task, seed, monitor, progress, **options)
         cell.update(facts)
     player = make_policy(policy, rows, cols, seed, oracle)
     cell.update(score_policy(task, oracle, player, seed, progress))

@@ -157,10 +157,10 @@ def with_overrides(params: dict, overrides: dict | None) -> dict:
     return {**params, **(overrides or {})}
 
 
-def _learn(model, steps: int, desc: str, callback):
-    """``model.learn(steps)`` with a progress bar, the callback class ``callback``'s instance holding it as ``bar``;
-    the env closed after.  Returns the model, with ``train_steps``."""
-    with tqdm(total=steps, unit="step", desc=desc, mininterval=10) as bar:
+def _learn(model, steps: int, desc: str, callback, progress: bool = True):
+    """``model.learn(steps)`` with a progress bar (hidden unless ``progress``), the callback class ``callback``'s
+    instance holding it as ``bar``; the env closed after.  Returns the model, with ``train_steps``."""
+    with tqdm(total=steps, unit="step", desc=desc, mininterval=10, disable=not progress) as bar:
         hook = callback()
         hook.bar = bar
         model.learn(total_timesteps=steps, callback=hook)
@@ -252,7 +252,7 @@ def maskable_ppo(task, budget_steps: int, seed: int, monitor=None, shaping: str 
                 planes = buffer.observations.reshape(-1, *buffer.observations.shape[2:])
                 monitor.price(planes.argmax(axis=1).astype(np.uint8), buffer.actions.reshape(-1))
 
-    return _learn(model, steps, f"MaskablePPO {task.name} seed {seed}", Bar)
+    return _learn(model, steps, f"MaskablePPO {task.name} seed {seed}", Bar, run.progress)
 
 
 maskable_ppo.track = "env-only"
@@ -310,7 +310,7 @@ def dqn(task, budget_steps: int, seed: int, shaping: str = "none", hyperparams=N
             self.bar.update(self.training_env.num_envs)
             return True
 
-    return _learn(model, steps, f"{hp['algorithm']} {task.name} seed {seed}", Bar)
+    return _learn(model, steps, f"{hp['algorithm']} {task.name} seed {seed}", Bar, run.progress)
 
 
 dqn.track = "env-only"

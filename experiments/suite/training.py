@@ -32,10 +32,11 @@ def track_of(train) -> str:
 
 class TrainingRun:
     """One training run on a task: ``task``'s attributes, ``budget`` (a :class:`StepBudget`) and the counted
-    environments and simulator.  None of them carries the oracle."""
+    environments and simulator.  None of them carries the oracle.  ``progress``: whether the trainer may show a
+    progress bar (``run --quiet`` says no)."""
 
-    def __init__(self, task: Task, budget: StepBudget):
-        self.task, self.budget = task, budget
+    def __init__(self, task: Task, budget: StepBudget, progress: bool = True):
+        self.task, self.budget, self.progress = task, budget, progress
 
     def __getattr__(self, name: str):
         return getattr(self.task, name)
