@@ -94,9 +94,10 @@ reference: tunings
 	  --hyperparams $(TUNE)/dqn/success --out $(REF)/dqn-shaped
 
 # The suite's reference tunings (docs/suite.md, "Tuning"): each learning algorithm tuned per family, on 3x3 for the
-# score games and L3-256 for the success tasks, 20 trials of 1 M steps -> $(TUNE)/ALGORITHM/FAMILY.  Each resumes.
+# score games and L3-256 for the success tasks, 20 trials of 1 M steps, and the task's own file under the same
+# protocol (--baseline) -> $(TUNE)/ALGORITHM/FAMILY.  Each resumes.
 TUNE ?= results/tuning
-SUITE_TUNE := $(PY) -m experiments.suite tune --quiet --family --trials 20 --steps 1000000
+SUITE_TUNE := $(PY) -m experiments.suite tune --quiet --baseline --family --trials 20 --steps 1000000
 tunings: $(STAMP)
 	for algorithm in maskable_ppo dqn td; do \
 	  $(SUITE_TUNE) --trainer experiments.suite.trainers:$$algorithm --task 3x3 --out $(TUNE)/$$algorithm/score \

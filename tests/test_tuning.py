@@ -20,7 +20,7 @@ def test_a_tuning_runs_writes_its_log_and_file_and_resumes(tmp_path):
     from experiments.suite.trainers import DQN_KEYS, load_hyperparams
 
     out = tmp_path / "tune"
-    first = tune(TRAINER, "2x3", trials=2, steps=2000, out=out, progress=False, family=True)
+    first = tune(TRAINER, "2x3", trials=2, steps=2000, out=out, progress=False, family=True, baseline=True)
     rows = [json.loads(line) for line in (out / "trials.jsonl").read_text().splitlines()]
     assert [r["state"] for r in rows] == ["COMPLETE", "COMPLETE"] and all(0 < r["value"] < 1 for r in rows)
     from experiments.suite.provenance import git_commit
@@ -30,9 +30,10 @@ def test_a_tuning_runs_writes_its_log_and_file_and_resumes(tmp_path):
     # an interruption leaves a trial running: the resumed tuning marks it failed and finishes the trials asked for
     study = optuna.load_study(study_name="tune", storage=f"sqlite:///{out / 'study.db'}")
     study.ask()
-    result = tune(TRAINER, "2x3", trials=3, steps=2000, out=out, progress=False, family=True)
+    result = tune(TRAINER, "2x3", trials=3, steps=2000, out=out, progress=False, family=True, baseline=True)
     rows = [json.loads(line) for line in (out / "trials.jsonl").read_text().splitlines()]
     assert [r["state"] for r in rows] == ["COMPLETE", "COMPLETE", "FAIL", "COMPLETE"]
+    assert result["baseline"] == first["baseline"]  # scored once, kept in baseline.json
     space = load_search_space("dqn")
     assert set(rows[3]["params"]) == set(space)
     assert rows[3]["params"] not in [r["params"] for r in rows[:3]]  # the resumed sampler draws new values
@@ -67,6 +68,10 @@ def test_a_tuning_runs_writes_its_log_and_file_and_resumes(tmp_path):
 
     best = result["best"]
     assert trial_score(dqn, get_task("2x3"), 2000, [TUNING_SEED], best["params"]) == best["value"]
+    # --baseline: the task's own file under the same protocol, apart from the study's trials
+    own = first["baseline"]
+    assert own["value"] == trial_score(dqn, get_task("2x3"), 2000, [TUNING_SEED], {}) and own["seconds"] > 0
+    assert own == json.loads((out / "baseline.json").read_text()) and own["commit"] == git_commit()
     # run --hyperparams trains with the chosen file: the score of that file's settings, its digest in the run file
     from experiments.suite.runner import SuiteRunError, run_suite
     from experiments.suite.tuning import file_digest
@@ -107,7 +112,7 @@ def test_the_registry_keeps_a_learner_s_tunings_and_states_their_cost(tmp_path):
     from experiments.suite.tuning import file_digest
 
     out = tmp_path / "tune"
-    tune(TRAINER, "2x3", trials=2, steps=1000, out=out, progress=False, family=True)
+    tune(TRAINER, "2x3", trials=2, steps=1000, out=out, progress=False, family=True, baseline=True)
     names = [t.name for t in SUITE_V2]
     score_games = [t.name for t in SUITE_V2 if t.kind == "score"]
     results = tmp_path / "results"
@@ -139,9 +144,12 @@ def test_the_registry_keeps_a_learner_s_tunings_and_states_their_cost(tmp_path):
     summary = entry["tuning"]["2x3"]
     assert summary["trials"] == 2 and summary["env_steps"] == 2 * 1000 * 1 and summary["tasks"] == score_games
     assert summary["seconds"] == pytest.approx(sum(r["seconds"] for r in rows))
-    assert summary["best_trial"] == max(rows, key=lambda r: r["value"])["number"]
+    best = max(rows, key=lambda r: r["value"])
+    assert summary["best_trial"] == best["number"] and summary["best_value"] == best["value"]
+    own = json.loads((out / "baseline.json").read_text())
+    assert (summary["baseline"], summary["baseline_seconds"]) == (own["value"], own["seconds"])
     kept = tmp_path / "reg" / "tuning" / "dqn" / "2x3"
-    files = ["2x3.toml", "2x4.toml", "3x3.toml", "search-space.toml", "trials.jsonl", "tune.json"]
+    files = ["2x3.toml", "2x4.toml", "3x3.toml", "baseline.json", "search-space.toml", "trials.jsonl", "tune.json"]
     assert sorted(p.name for p in kept.iterdir()) == files
     table = registry.tables(registry.load(tmp_path / "reg"), reps=20)
     assert "| dqn | env-only | 1 | 16 s | 8 s | 0.002 M steps, " in table  # 8 tasks x 2 s, 8 tasks x 1 s
@@ -149,6 +157,13 @@ def test_the_registry_keeps_a_learner_s_tunings_and_states_their_cost(tmp_path):
     (results / "suite.json").write_text(json.dumps({**suite, "trainer": "experiments.suite.trainers:dqn_shaped"}))
     shaped = json.loads(registry.add(results, "dqn-shaped", registry=tmp_path / "reg", tuning=[out]).read_text())
     assert shaped["tuning"]["2x3"]["trainer"] == TRAINER
+    # the tunings' table: one row for the tuning both entries train with, its objective beside the own files'
+    rows = registry.tuning_table(registry.load(tmp_path / "reg"))
+    assert len(rows) == 4 and rows[3].startswith("| dqn | dqn") and "dqn-shaped" in rows[3]
+    assert rows[3].endswith(
+        f"| 2x3 (2x3, 2x4, 3x3) | 2 × 0.001 M × 1 | {summary['seconds']:.0f} s | {best['number']} | "
+        f"{registry._fmt(best['value'])} | {registry._fmt(own['value'])} |"
+    )
     # the registry's compute in all: both entries' runs, their one shared tuning once
     hours = f"{summary['seconds'] / 3600:.1f}"
     expected = f"In all, {2 * 16 / 3600:.1f} h of training, {2 * 8 / 3600:.1f} h of scoring and {hours} h of tuning"

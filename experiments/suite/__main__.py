@@ -245,6 +245,11 @@ def main(argv=None) -> int:
         action="store_true",
         help="write the chosen values into the file of every task of the task's family (score or success)",
     )
+    p.add_argument(
+        "--baseline",
+        action="store_true",
+        help="also score the task's own file under the trial protocol, once (OUT/baseline.json): what tuning gains",
+    )
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_tune)
     p = sub.add_parser("dataset", help="write a Minari dataset of a policy's games, every step labelled by the oracle")

@@ -27,6 +27,7 @@ from .aggregate import (
     track_of_result,
 )
 from .tasks import SUITE_VERSION, SUITES, suite_tasks
+from .tuning import BASELINE
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,8 +56,10 @@ TUNING_FILES = ("tune.json", "search-space.toml", "trials.jsonl")
 
 def tuning_summary(tuning_dir) -> dict:
     """What a tuning directory cost and chose: ``{"task", "tasks", "trainer", "trials", "steps", "seeds",
-    "env_steps", "seconds", "best_trial"}`` (``tasks``: those it chose files for, the tuned task's family with
-    ``tune --family``; ``env_steps`` = complete trials x steps x seeds; failed trials not counted)."""
+    "env_steps", "seconds", "best_trial", "best_value"}``, and ``"baseline"`` (the task's own file scored under the
+    trial protocol) and ``"baseline_seconds"`` where ``tune --baseline`` scored it (``tasks``: those it chose files
+    for, the tuned task's family with ``tune --family``; ``env_steps`` = complete trials x steps x seeds; failed
+    trials not counted; ``seconds``: the trials' time)."""
     tuning_dir = Path(tuning_dir)
     if not (tuning_dir / "tune.json").exists():
         raise FileNotFoundError(f"{tuning_dir}: no tune.json (not a directory of `python -m experiments.suite tune`)")
@@ -66,7 +69,7 @@ def tuning_summary(tuning_dir) -> dict:
     if not complete or not (tuning_dir / f"{meta['task']}.toml").exists():
         raise ValueError(f"{tuning_dir}: the tuning has not finished (no complete trial, or no {meta['task']}.toml)")
     best = max(complete, key=lambda r: r["value"])
-    return {
+    summary = {
         "task": meta["task"],
         "tasks": meta.get("applies_to", [meta["task"]]),
         "trainer": meta["trainer"],
@@ -76,7 +79,12 @@ def tuning_summary(tuning_dir) -> dict:
         "env_steps": len(complete) * meta["steps"] * meta["seeds"],
         "seconds": sum(r.get("seconds") or 0.0 for r in rows),
         "best_trial": best["number"],
+        "best_value": best["value"],
     }
+    if (tuning_dir / BASELINE).exists():
+        own = json.loads((tuning_dir / BASELINE).read_text())
+        summary["baseline"], summary["baseline_seconds"] = own["value"], own["seconds"]
+    return summary
 
 
 def _check_trained_with(data: dict, tuning_dir, tasks: list[str]) -> None:
@@ -147,6 +155,8 @@ def add(results_dir, name: str, registry: Path | None = None, tuning=()) -> Path
         kept.mkdir(parents=True, exist_ok=True)
         for file in (*TUNING_FILES, *(f"{t}.toml" for t in summary["tasks"])):
             shutil.copyfile(Path(tuning_dir) / file, kept / file)
+        if "baseline" in summary:
+            shutil.copyfile(Path(tuning_dir) / BASELINE, kept / BASELINE)
     if summaries:
         data["tuning"] = summaries
     target = registry / f"{name}.json"
@@ -212,7 +222,7 @@ def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggreg
     version = _version(entries)
     names = _parts(version)["overall"]
     tracks = {name: track_of_result(data) for name, data in entries.items()}
-    lines = [] if not full else per_task_table(entries, names, tracks)
+    lines = [] if not full else per_task_table(entries, names, tracks) + tuning_table(entries)
     if aggregates is None:
         aggregates = registry_aggregates(entries, reps)
     if not full:
@@ -258,7 +268,9 @@ HEADLINE_NOTE = (
 #: What the compute columns of the per-task table mean.
 COMPUTE_NOTE = (
     "training, scoring: seconds summed over the runs (one core each; the tables built beforehand); tuning: the "
-    "environment steps and time of the tunings that chose the learner's settings (`tune`)."
+    "environment steps and time of the tunings that chose the learner's settings (`tune`); objective: the best "
+    "trial's mean normalized score on the tuned task at the trials' steps, own files: the task's own file's under "
+    "the same protocol (`tune --baseline`)."
 )
 
 
@@ -280,6 +292,33 @@ def per_task_table(entries: dict[str, dict], names: list[str], tracks: dict[str,
         train, score = run_seconds(data)
         compute = f"{_duration(train) if train else '—'} | {_duration(score)} | {_tuning(data)}"
         lines.append(f"| {name} | {tracks[name]} | {matrix.shape[0]} | {compute} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def tuning_table(entries: dict[str, dict]) -> list[str]:
+    """The lines of a table of the registry's tunings (none: no lines): per tuning, the entries that train with
+    its files, the task tuned and the tasks its choice serves, its trials, steps and time, the best trial and its
+    objective, and the task's own files scored under the same protocol (``tune --baseline``) where that was done."""
+    tunings: dict[tuple[str, str], tuple[dict, list[str]]] = {}
+    for name, data in entries.items():
+        for t in data.get("tuning", {}).values():
+            tunings.setdefault((t["trainer"], t["task"]), (t, []))[1].append(name)
+    if not tunings:
+        return []
+    lines = [
+        "",
+        "| tuning | for | tuned on (chosen for) | trials × steps × seeds | time | best trial | objective | own files |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for (trainer, task), (t, names) in tunings.items():
+        algorithm = trainer.rpartition(":")[2]
+        best = _fmt(t["best_value"]) if "best_value" in t else "—"
+        own = _fmt(t["baseline"]) if "baseline" in t else "—"
+        lines.append(
+            f"| {algorithm} | {', '.join(names)} | {task} ({', '.join(t['tasks'])}) | "
+            f"{t['trials']} × {t['steps'] / 1e6:.3g} M × {t['seeds']} | {_duration(t['seconds'])} | "
+            f"{t['best_trial']} | {best} | {own} |"
+        )
     return lines
 
 

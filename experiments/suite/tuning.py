@@ -17,7 +17,9 @@ finished trials (a trial cut short by an interruption is marked failed and not c
 seconds, the code's commit) and ``TASK.toml``, the hyperparameter file the tuning chose: the task's file with the
 best trial's values, its header naming the trial. With ``--family`` the choice is written for every task of the
 tuned task's family (score games, or success tasks): ``OUT/TASK.toml`` for each, that task's own file with the
-chosen values. ``run --hyperparams OUT`` trains with the chosen files.
+chosen values. ``run --hyperparams OUT`` trains with the chosen files. With ``--baseline`` the tuned task's own
+file is also scored under the trial protocol, once, into ``OUT/baseline.json``: the point the tuning's gain is
+measured from (not a trial of the study, so it leaves the search and its choice unchanged).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 #: The first tuning seed; trial seeds are TUNING_SEED, TUNING_SEED + 1, ... (evaluation seeds are 0, 1, ...).
 TUNING_SEED = 1000
 SEARCH_SPACES = Path(__file__).with_name("search_spaces")
+BASELINE = "baseline.json"
 
 
 def algorithm_of(train) -> str:
@@ -97,6 +100,18 @@ def timed_trial(trainer, task, steps: int, seeds: list[int], params: dict) -> tu
     return value, time.perf_counter() - start
 
 
+def score_baseline(trainer, task, steps: int, seeds: list[int], out: Path, commit: str | None) -> dict:
+    """``{"value", "seconds", "commit"}`` of the task's own hyperparameter file trained and scored as a trial is
+    (``steps`` on the tuning ``seeds``), kept in ``OUT/baseline.json``; read from there when it is already scored."""
+    path = Path(out) / BASELINE
+    if path.exists():
+        return json.loads(path.read_text())
+    value, seconds = timed_trial(trainer, task, steps, seeds, {})
+    record = {"value": value, "seconds": seconds, "commit": commit}
+    path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    return record
+
+
 def _open_study(out: Path, sampler_seed: int):
     import optuna
 
@@ -137,12 +152,14 @@ def tune(
     progress: bool = True,
     address: str | None = None,
     family: bool = False,
+    baseline: bool = False,
 ) -> dict:
     """Run (or resume) the tuning of ``trainer`` (``module:function``) on ``task_name`` until ``trials`` trials
     are complete; returns ``{"best": {...}, "file": path, "files": [path, ...]}``.  ``address``: run the trials
     as Ray tasks on the cluster there (``"local"``: a private one), as many at once as it has CPUs, asked of and
     told to the same study.  ``family``: write the chosen values into the file of every task of the tuned task's
-    family (``files``), not only the tuned task's (``file``)."""
+    family (``files``), not only the tuned task's (``file``).  ``baseline``: first score the task's own file under
+    the trial protocol (:func:`score_baseline`; the result's ``"baseline"``)."""
     import optuna
     from tqdm.auto import tqdm
 
@@ -174,6 +191,7 @@ def tune(
     tuning_seeds = list(range(TUNING_SEED, TUNING_SEED + seeds))
 
     commit = git_commit()
+    own = score_baseline(train, task, steps, tuning_seeds, out, commit) if baseline else None
 
     def objective(trial):
         value, seconds = timed_trial(train, task, steps, tuning_seeds, sample(trial, space))
@@ -207,11 +225,14 @@ def tune(
         write_hyperparams(out / f"{name}.toml", base, chosen, algorithm, name, best, what, trials)
         for name, base in bases.items()
     ]
-    return {
+    result = {
         "best": {"number": best.number, "value": best.value, "params": chosen},
         "file": str(out / f"{task.name}.toml"),
         "files": [str(p) for p in paths],
     }
+    if own is not None:
+        result["baseline"] = own
+    return result
 
 
 def _optimize_on_ray(
@@ -332,8 +353,11 @@ def main_tune(args) -> int:
         not args.quiet,
         args.address,
         family=args.family,
+        baseline=args.baseline,
     )
     best = result["best"]
     print(f"best trial {best['number']}: {best['value']:.6g} with {json.dumps(best['params'])}", file=sys.stdout)
+    if "baseline" in result:
+        print(f"the task's own file under the same protocol: {result['baseline']['value']:.6g} ({args.out}/{BASELINE})")
     print(f"wrote {', '.join(result['files'])}, {args.out}/trials.jsonl")
     return 0
