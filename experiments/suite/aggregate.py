@@ -58,16 +58,16 @@ def probability_of_improvement(x: np.ndarray, y: np.ndarray, reps: int = 2000, s
 
 
 def aggregate_table(matrices: dict[str, np.ndarray], reps: int = 2000) -> dict:
-    """``{name: {metric: {"point", "ci": [low, high]}, "runs": n}}`` of each ``(runs, tasks)`` matrix."""
-    points, cis = interval_estimates(matrices, reps)
-    return {
-        name: {
+    """``{name: {metric: {"point", "ci": [low, high]}, "runs": n}}`` of each ``(runs, tasks)`` matrix, each
+    bootstrapped on its own from the same seed: an agent's CIs do not move when another agent is added."""
+    table = {}
+    for name, matrix in matrices.items():
+        points, cis = interval_estimates({name: matrix}, reps)
+        table[name] = {
             m: {"point": float(points[name][i]), "ci": [float(cis[name][0][i]), float(cis[name][1][i])]}
             for i, m in enumerate(METRICS)
-        }
-        | {"runs": int(matrices[name].shape[0])}
-        for name in matrices
-    }
+        } | {"runs": int(matrix.shape[0])}
+    return table
 
 
 def load_matrix(path) -> tuple[str, dict]:

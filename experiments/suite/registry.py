@@ -331,7 +331,7 @@ def cost_line(entries: dict[str, dict]) -> str:
     tuning = sum(tunings.values())
     return (
         f"In all, {train / 3600:.1f} h of training, {score / 3600:.1f} h of scoring and {tuning / 3600:.1f} h of "
-        "tuning (core-hours)."
+        "tuning (core-hours). "
     )
 
 
