@@ -4,6 +4,7 @@ same counted steps on tuning seeds and scored as the suite scores; resumable; th
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -27,12 +28,39 @@ def test_a_tuning_runs_writes_its_log_and_file_and_resumes(tmp_path):
 
     assert [r["commit"] for r in rows] == [git_commit()] * 2
     assert first["best"]["value"] == max(r["value"] for r in rows)
+    # the log alone (no study.db) resumes the tuning as the study would: the same third trial
+    kept, log_only = tmp_path / "kept", tmp_path / "log-only"
+    shutil.copytree(out, kept)
+    shutil.copytree(out, log_only)
+    (log_only / "study.db").unlink()
+    for directory in (kept, log_only):
+        tune(TRAINER, "2x3", trials=3, steps=2000, out=directory, progress=False, family=True, baseline=True)
+    replayed = [json.loads(line) for line in (log_only / "trials.jsonl").read_text().splitlines()]
+    from experiments.suite.runner import without_timings
+
+    in_study = [json.loads(line) for line in (kept / "trials.jsonl").read_text().splitlines()]
+    assert without_timings(replayed) == without_timings(in_study)
+    assert replayed[:2] == rows and replayed[2]["state"] == "COMPLETE" and replayed[2]["params"] != rows[1]["params"]
     # an interruption leaves a trial running: the resumed tuning marks it failed and finishes the trials asked for
     study = optuna.load_study(study_name="tune", storage=f"sqlite:///{out / 'study.db'}")
     study.ask()
     result = tune(TRAINER, "2x3", trials=3, steps=2000, out=out, progress=False, family=True, baseline=True)
     rows = [json.loads(line) for line in (out / "trials.jsonl").read_text().splitlines()]
     assert [r["state"] for r in rows] == ["COMPLETE", "COMPLETE", "FAIL", "COMPLETE"]
+    # replayed, a log with a failed trial is the study's log again, and the tuning's choice the same
+    shutil.copytree(out, tmp_path / "replayed")
+    (tmp_path / "replayed" / "study.db").unlink()
+    again = tune(TRAINER, "2x3", trials=3, steps=2000, out=tmp_path / "replayed", progress=False, family=True)
+    assert (tmp_path / "replayed" / "trials.jsonl").read_text() == (out / "trials.jsonl").read_text()
+    assert again["best"] == result["best"]
+    # a log written while its last trial ran: replayed, that trial was cut short (failed), the next one drawn anew
+    (log_only / "study.db").unlink()
+    cut = [*replayed[:2], {**replayed[2], "state": "RUNNING", "value": None}]
+    (log_only / "trials.jsonl").write_text("".join(json.dumps(r) + "\n" for r in cut))
+    tune(TRAINER, "2x3", trials=3, steps=2000, out=log_only, progress=False, family=True, baseline=True)
+    resumed = [json.loads(line) for line in (log_only / "trials.jsonl").read_text().splitlines()]
+    assert [r["state"] for r in resumed] == ["COMPLETE", "COMPLETE", "FAIL", "COMPLETE"]
+    assert resumed[2]["params"] == replayed[2]["params"] and without_timings(resumed[3]) == without_timings(rows[3])
     assert result["baseline"] == first["baseline"]  # scored once, kept in baseline.json
     space = load_search_space("dqn")
     assert set(rows[3]["params"]) == set(space)

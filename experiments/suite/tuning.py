@@ -14,7 +14,8 @@ With ``--address`` the trials run as Ray tasks on a cluster, as many at once as 
 on the same study). The study lives in ``OUT/study.db`` (SQLite): the same command resumes it, up to ``--trials``
 finished trials (a trial cut short by an interruption is marked failed and not counted). ``OUT`` also holds
 ``search-space.toml`` (the space searched), ``trials.jsonl`` (every trial: number, state, values, objective,
-seconds, the code's commit) and ``TASK.toml``, the hyperparameter file the tuning chose: the task's file with the
+seconds, the code's commit; without ``study.db`` the log alone resumes the tuning, the same trials replayed into a
+new study) and ``TASK.toml``, the hyperparameter file the tuning chose: the task's file with the
 best trial's values, its header naming the trial. With ``--family`` the choice is written for every task of the
 tuned task's family (score games, or success tasks): ``OUT/TASK.toml`` for each, that task's own file with the
 chosen values. ``run --hyperparams OUT`` trains with the chosen files. With ``--baseline`` the tuned task's own
@@ -35,6 +36,8 @@ from pathlib import Path
 TUNING_SEED = 1000
 SEARCH_SPACES = Path(__file__).with_name("search_spaces")
 BASELINE = "baseline.json"
+#: The Optuna study (SQLite) and the log of its trials (JSON lines), in a tuning's directory.
+STUDY, LOG = "study.db", "trials.jsonl"
 
 
 def algorithm_of(train) -> str:
@@ -59,17 +62,34 @@ def load_search_space(algorithm: str) -> dict:
     return space
 
 
-def sample(trial, space: dict) -> dict:
-    """One point of ``space`` from an Optuna ``trial`` (a list-valued choice is offered as its JSON text)."""
-    params = {}
+def distributions(space: dict) -> dict:
+    """``{key: optuna distribution}`` of ``space``: a list of choices is offered as its items' JSON texts, a range
+    of whole numbers as an integer range, any other range as a float range (log-scaled if ``log``)."""
+    from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+
+    out = {}
     for key, dim in space.items():
         if "choices" in dim:
-            texts = [json.dumps(c) for c in dim["choices"]]
-            params[key] = json.loads(trial.suggest_categorical(key, texts))
+            out[key] = CategoricalDistribution([json.dumps(c) for c in dim["choices"]])
         elif isinstance(dim["low"], int) and isinstance(dim["high"], int):
-            params[key] = trial.suggest_int(key, dim["low"], dim["high"], log=dim.get("log", False))
+            out[key] = IntDistribution(dim["low"], dim["high"], log=dim.get("log", False))
         else:
-            params[key] = trial.suggest_float(key, float(dim["low"]), float(dim["high"]), log=dim.get("log", False))
+            out[key] = FloatDistribution(float(dim["low"]), float(dim["high"]), log=dim.get("log", False))
+    return out
+
+
+def sample(trial, space: dict) -> dict:
+    """One point of ``space`` from an Optuna ``trial`` (a list-valued choice decoded from its JSON text)."""
+    from optuna.distributions import CategoricalDistribution, IntDistribution
+
+    params = {}
+    for key, dist in distributions(space).items():
+        if isinstance(dist, CategoricalDistribution):
+            params[key] = json.loads(trial.suggest_categorical(key, dist.choices))
+        elif isinstance(dist, IntDistribution):
+            params[key] = trial.suggest_int(key, dist.low, dist.high, log=dist.log)
+        else:
+            params[key] = trial.suggest_float(key, dist.low, dist.high, log=dist.log)
     return params
 
 
@@ -112,23 +132,57 @@ def score_baseline(trainer, task, steps: int, seeds: list[int], out: Path, commi
     return record
 
 
-def _open_study(out: Path, sampler_seed: int):
+def _open_study(out: Path, sampler_seed: int, space: dict):
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    fresh = not (out / STUDY).exists()
     study = optuna.create_study(
-        storage=f"sqlite:///{out / 'study.db'}",
+        storage=f"sqlite:///{out / STUDY}",
         study_name="tune",
         direction="maximize",
         pruner=optuna.pruners.NopPruner(),
         load_if_exists=True,
     )
+    if fresh and (out / LOG).exists():
+        _replay_log(study, out / LOG, space)
     for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
         study._storage.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL)  # cut short: not counted
     # A resumed study's sampler seeded as at the start would draw the first trials' values again; seeding it by
     # the trials already made keeps a resumed study deterministic without repeating them.
     study.sampler = optuna.samplers.TPESampler(seed=sampler_seed + len(study.trials))
     return study
+
+
+def _replay_log(study, log: Path, space: dict) -> None:
+    """Add the trials of a tuning's ``trials.jsonl`` to an empty ``study``, in their order, with their values,
+    states and user attributes: the log alone (kept in a registry, or committed while a tuning is under way)
+    resumes a tuning as its ``study.db`` would.  A trial the log shows running was cut short: it is added as
+    failed."""
+    import optuna
+
+    dists = distributions(space)
+    rows = [json.loads(line) for line in log.read_text().splitlines() if line]
+    for expected, row in enumerate(rows):
+        state = optuna.trial.TrialState.FAIL if row["state"] == "RUNNING" else optuna.trial.TrialState[row["state"]]
+        keys = set(row["params"])
+        if row["number"] != expected or not keys <= set(dists) or (state.name == "COMPLETE" and keys != set(dists)):
+            raise ValueError(
+                f"{log}: row {expected} is trial {row['number']} ({row['state']}) with keys {sorted(keys)}; a log to "
+                f"resume from numbers its trials 0, 1, ... and its complete ones set the search space's keys "
+                f"{sorted(dists)}"
+            )
+        params = {k: json.dumps(v) if "choices" in space[k] else v for k, v in row["params"].items()}
+        attrs = {k: row[k] for k in ("seconds", "commit") if row.get(k) is not None}
+        study.add_trial(
+            optuna.trial.create_trial(
+                state=state,
+                value=row["value"] if state == optuna.trial.TrialState.COMPLETE else None,
+                params=params,
+                distributions={k: dists[k] for k in params},
+                user_attrs=attrs,
+            )
+        )
 
 
 def _check_directory(out: Path, what: dict) -> None:
@@ -187,7 +241,7 @@ def tune(
         what["applies_to"] = applies_to
     _check_directory(out, what)
     shutil.copyfile(SEARCH_SPACES / f"{algorithm}.toml", out / "search-space.toml")
-    study = _open_study(out, sampler_seed=TUNING_SEED)
+    study = _open_study(out, sampler_seed=TUNING_SEED, space=space)
     tuning_seeds = list(range(TUNING_SEED, TUNING_SEED + seeds))
 
     commit = git_commit()
@@ -216,9 +270,9 @@ def tune(
     while complete() < trials:
         study.optimize(objective, n_trials=1, catch=())
         bar.update(1)
-        _write_log(study, out / "trials.jsonl")
+        _write_log(study, out / LOG)
     bar.close()
-    _write_log(study, out / "trials.jsonl")
+    _write_log(study, out / LOG)
     best = study.best_trial
     chosen = {k: json.loads(v) if isinstance(v, str) else v for k, v in best.params.items()}
     paths = [
@@ -269,7 +323,7 @@ def _optimize_on_ray(
             study.tell(trial, value)
             told += 1
             bar.update(1)
-            _write_log(study, out / "trials.jsonl")
+            _write_log(study, out / LOG)
 
 
 def _write_log(study, path: Path) -> None:
