@@ -349,6 +349,23 @@ def _curve_run(task, seed, scores, steps):
     }
 
 
+def test_the_dqn_space_bounds_the_reuse_of_a_step_as_ppo_s_epochs_do():
+    """Every point of DQN's search space, with any DQN file's envs, spends 0.5 to 16 sample gradients per
+    environment step (gradient steps x batch / (envs x vector steps between updates)), beside MaskablePPO's 3 to 10
+    epochs: comparable compute for the trials' equal steps (the bound the space's header states)."""
+    from itertools import product
+
+    from experiments.suite.trainers import load_hyperparams
+    from experiments.suite.tuning import load_search_space
+
+    dqn, ppo = load_search_space("dqn"), load_search_space("maskable_ppo")
+    envs = {load_hyperparams("dqn", t.name)["n_envs"] for t in SUITE_V2}
+    dims = (dqn["gradient_steps"]["choices"], dqn["batch_size"]["choices"], dqn["train_freq"]["choices"], envs)
+    ratios = [g * b / (n * f) for g, b, f, n in product(*dims)]
+    assert (min(ratios), max(ratios)) == (0.5, 16.0)
+    assert (min(ppo["n_epochs"]["choices"]), max(ppo["n_epochs"]["choices"])) == (3, 10)
+
+
 def test_curves_aggregate_against_hand_computation(tmp_path):
     """IQM per checkpoint over runs x tasks (4 runs, 1 task: the mean of the middle two), the first crossing of
     each threshold, and a directory without curves refused."""
