@@ -1,7 +1,7 @@
 """Run by test_ray_suite.py as the process its socket watch traces: a two-node ``ray.cluster_utils.Cluster`` on
-127.0.0.1 computes a suite run (TD, two seeds, task 2x3, with the file in ``sys.argv[1]/hyperparams``) into
+127.0.0.1 computes a suite run (TD, two seeds, task 2x4, with the file in ``sys.argv[1]/hyperparams``) into
 ``sys.argv[1]/spread`` and a three-trial tuning of
-TD on 2x3 into ``sys.argv[1]/tune``, then shuts down."""
+TD on 2x4 into ``sys.argv[1]/tune``, then shuts down."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ def main(out: Path) -> None:
     try:
         td = "experiments.suite.trainers:td"
         hp = out / "hyperparams"
-        run_suite(out / "spread", 2, trainer=td, tasks="2x3", progress=False, address=cluster.address, hyperparams=hp)
-        tune(td, "2x3", trials=3, steps=2000, out=out / "tune", progress=False, address=cluster.address)
+        run_suite(out / "spread", 2, trainer=td, tasks="2x4", progress=False, address=cluster.address, hyperparams=hp)
+        tune(td, "2x4", trials=3, steps=2000, out=out / "tune", progress=False, address=cluster.address)
     finally:
         cluster.shutdown()
 

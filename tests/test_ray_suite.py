@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow  # starts a Ray cluster
 def test_a_run_and_a_tuning_spread_over_two_nodes_on_the_loopback(tmp_path):
     spread = tmp_path / "spread"
     (tmp_path / "hyperparams").mkdir()
-    (tmp_path / "hyperparams" / "2x3.toml").write_text('schedule = "0:0.2,0.5:0.05"\ninit = 0.5\n')
+    (tmp_path / "hyperparams" / "2x4.toml").write_text('schedule = "0:0.2,0.5:0.05"\ninit = 0.5\n')
     script = Path(__file__).with_name("ray_suite_run.py")
     with unrelated_traffic("127.0.0.2", pause=0.05) as other:
         watch = SocketWatch(tmp_path / "trace", treat_as_remote=[other.address])
@@ -38,12 +38,12 @@ def test_a_run_and_a_tuning_spread_over_two_nodes_on_the_loopback(tmp_path):
     other.check_not_blamed(watch)
     hp = tmp_path / "hyperparams"
     td = "experiments.suite.trainers:td"
-    local = run_suite(tmp_path / "local", 2, trainer=td, tasks="2x3", progress=False, hyperparams=hp)
+    local = run_suite(tmp_path / "local", 2, trainer=td, tasks="2x4", progress=False, hyperparams=hp)
     spread_result = json.loads((spread / "suite.json").read_text())
     assert without_timings(spread_result) == without_timings(local)
-    digest = hashlib.sha256((hp / "2x3.toml").read_bytes()).hexdigest()
-    assert [r["hyperparams"] for r in spread_result["runs"]["2x3"]] == [digest, digest]
-    assert [r["counted_steps"] for r in spread_result["runs"]["2x3"]] == [1_000_000, 1_000_000]
+    digest = hashlib.sha256((hp / "2x4.toml").read_bytes()).hexdigest()
+    assert [r["hyperparams"] for r in spread_result["runs"]["2x4"]] == [digest, digest]
+    assert [r["counted_steps"] for r in spread_result["runs"]["2x4"]] == [1_000_000, 1_000_000]
     rows = [json.loads(line) for line in (tmp_path / "tune" / "trials.jsonl").read_text().splitlines()]
     assert [r["state"] for r in rows] == ["COMPLETE"] * 3 and all(0 < r["value"] < 1 for r in rows)
-    assert (tmp_path / "tune" / "2x3.toml").read_text().startswith("# td on task 2x3")
+    assert (tmp_path / "tune" / "2x4.toml").read_text().startswith("# td on task 2x4")

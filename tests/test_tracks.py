@@ -220,18 +220,18 @@ def test_the_dqn_trainer_keeps_to_its_budget_without_masks_and_is_scored(tmp_pat
 
     for t in SUITE_V2:
         assert set(load_hyperparams("dqn", t.name, DQN_KEYS)) == set(DQN_KEYS)
-    small = dataclasses.replace(get_task("2x3"), budget_steps=1000)
+    small = dataclasses.replace(get_task("2x4"), budget_steps=1000)
     model, facts = train_on_task(dqn, small, seed=0)
     assert facts["track"] == "env-only" and facts["counted_steps"] == model.train_steps == 992  # 31 x 8 envs x 4
-    assert "DQN 2x3 seed 0" in capsys.readouterr().err
-    run_suite(tmp_path / "dqn", 1, agent=model, tasks="2x3", progress=False, track="env-only")
-    cell = json.loads((tmp_path / "dqn" / "runs" / "2x3" / "seed-0.json").read_text())
+    assert "DQN 2x4 seed 0" in capsys.readouterr().err
+    run_suite(tmp_path / "dqn", 1, agent=model, tasks="2x4", progress=False, track="env-only")
+    cell = json.loads((tmp_path / "dqn" / "runs" / "2x4" / "seed-0.json").read_text())
     assert cell["method"] == "exact" and 0 < cell["normalized"] < 1
     # the shaped variants, declared trainers of their own, on the same counted budget
     from experiments.suite.trainers import dqn_shaped, maskable_ppo_shaped
 
     assert train_on_task(dqn_shaped, small, seed=0, progress=False)[1]["counted_steps"] == 992
-    assert "DQN 2x3 seed 0" not in capsys.readouterr().err  # quiet
+    assert "DQN 2x4 seed 0" not in capsys.readouterr().err  # quiet
     rollout = dataclasses.replace(small, budget_steps=4096)
     assert train_on_task(maskable_ppo_shaped, rollout, seed=0)[1]["counted_steps"] == 4096
 
