@@ -136,7 +136,6 @@ def _open_study(out: Path, sampler_seed: int, space: dict):
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    fresh = not (out / STUDY).exists()
     study = optuna.create_study(
         storage=f"sqlite:///{out / STUDY}",
         study_name="tune",
@@ -144,7 +143,7 @@ def _open_study(out: Path, sampler_seed: int, space: dict):
         pruner=optuna.pruners.NopPruner(),
         load_if_exists=True,
     )
-    if fresh and (out / LOG).exists():
+    if not study.trials and (out / LOG).exists():  # a new study.db (a new checkout, say) beside the log
         _replay_log(study, out / LOG, space)
     for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
         study._storage.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL)  # cut short: not counted
