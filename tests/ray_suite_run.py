@@ -1,7 +1,7 @@
 """Run by test_ray_suite.py as the process its socket watch traces: a two-node ``ray.cluster_utils.Cluster`` on
 127.0.0.1 computes a suite run (TD, two seeds, task 2x4, with the file in ``sys.argv[1]/hyperparams``) into
-``sys.argv[1]/spread`` and a three-trial tuning of
-TD on 2x4 into ``sys.argv[1]/tune``, then shuts down."""
+``sys.argv[1]/spread`` and a three-trial tuning of TD on 2x4 into ``sys.argv[1]/tune``, its own file's baseline a
+Ray task too (this process may not score it), then shuts down."""
 
 from __future__ import annotations
 
@@ -10,17 +10,23 @@ from pathlib import Path
 
 from ray_helpers import start_cluster
 
+from experiments.suite import tuning
 from experiments.suite.runner import run_suite
 from experiments.suite.tuning import tune
 
 
+def _not_in_the_driver(*args, **kwargs):
+    raise AssertionError("tune --address scored the baseline in the driving process, not on the cluster")
+
+
 def main(out: Path) -> None:
+    tuning.score_baseline = _not_in_the_driver
     cluster = start_cluster(2)
     try:
         td = "experiments.suite.trainers:td"
         hp = out / "hyperparams"
         run_suite(out / "spread", 2, trainer=td, tasks="2x4", progress=False, address=cluster.address, hyperparams=hp)
-        tune(td, "2x4", trials=3, steps=2000, out=out / "tune", progress=False, address=cluster.address)
+        tune(td, "2x4", trials=3, steps=2000, out=out / "tune", progress=False, address=cluster.address, baseline=True)
     finally:
         cluster.shutdown()
 

@@ -1,7 +1,7 @@
 """``run --address`` and ``tune --address`` on a private two-node Ray cluster on the loopback: a run's cells give
 the same suite.json as one process (timings and provenance aside; both trained with a hyperparameter file), a
-tuning's trials finish with their log and file, and every process of the cluster uses loopback addresses only
-(the socket watch of the Ray tests)."""
+tuning's trials and its baseline finish on the cluster with their log and files, and every process of the cluster
+uses loopback addresses only (the socket watch of the Ray tests)."""
 
 from __future__ import annotations
 
@@ -47,3 +47,9 @@ def test_a_run_and_a_tuning_spread_over_two_nodes_on_the_loopback(tmp_path):
     rows = [json.loads(line) for line in (tmp_path / "tune" / "trials.jsonl").read_text().splitlines()]
     assert [r["state"] for r in rows] == ["COMPLETE"] * 3 and all(0 < r["value"] < 1 for r in rows)
     assert (tmp_path / "tune" / "2x4.toml").read_text().startswith("# td on task 2x4")
+    from experiments.suite import get_task
+    from experiments.suite.trainers import td as td_trainer
+    from experiments.suite.tuning import TUNING_SEED, trial_score
+
+    own = json.loads((tmp_path / "tune" / "baseline.json").read_text())  # scored on the cluster as one process does
+    assert own["value"] == trial_score(td_trainer, get_task("2x4"), 2000, [TUNING_SEED], {}) and own["seconds"] > 0

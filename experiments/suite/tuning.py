@@ -11,8 +11,9 @@ them (exact where cheap).  No pruner: every trial runs its whole budget, so the 
 ``trials x steps x seeds`` environment steps, the same for every algorithm given the same arguments.
 
 With ``--address`` the trials run as Ray tasks on a cluster, as many at once as it has CPUs (Optuna's ask-and-tell
-on the same study). The study lives in ``OUT/study.db`` (SQLite): the same command resumes it, up to ``--trials``
-finished trials (a trial cut short by an interruption is marked failed and not counted). ``OUT`` also holds
+on the same study), and so does ``--baseline``. The study lives in ``OUT/study.db`` (SQLite): the same command
+resumes it, up to ``--trials`` finished trials (a trial cut short by an interruption is marked failed and not
+counted). ``OUT`` also holds
 ``search-space.toml`` (the space searched), ``trials.jsonl`` (every trial: number, state, values, objective,
 seconds, the code's commit; without ``study.db`` the log alone resumes the tuning, the same trials replayed into a
 new study) and ``TASK.toml``, the hyperparameter file the tuning chose: the task's file with the
@@ -126,7 +127,10 @@ def score_baseline(trainer, task, steps: int, seeds: list[int], out: Path, commi
     path = Path(out) / BASELINE
     if path.exists():
         return json.loads(path.read_text())
-    value, seconds = timed_trial(trainer, task, steps, seeds, {})
+    return _write_baseline(path, *timed_trial(trainer, task, steps, seeds, {}), commit)
+
+
+def _write_baseline(path: Path, value: float, seconds: float, commit: str | None) -> dict:
     record = {"value": value, "seconds": seconds, "commit": commit}
     path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     return record
@@ -244,7 +248,8 @@ def tune(
     tuning_seeds = list(range(TUNING_SEED, TUNING_SEED + seeds))
 
     commit = git_commit()
-    own = score_baseline(train, task, steps, tuning_seeds, out, commit) if baseline else None
+    # on a cluster the baseline is one more Ray task beside the trials
+    own = score_baseline(train, task, steps, tuning_seeds, out, commit) if baseline and not address else None
 
     def objective(trial):
         value, seconds = timed_trial(train, task, steps, tuning_seeds, sample(trial, space))
@@ -264,7 +269,18 @@ def tune(
     )
     if address:
         _optimize_on_ray(
-            study, space, trainer, task, steps, tuning_seeds, trials - complete(), address, out, bar, commit
+            study,
+            space,
+            trainer,
+            task,
+            steps,
+            tuning_seeds,
+            trials - complete(),
+            address,
+            out,
+            bar,
+            commit,
+            baseline=baseline,
         )
     while complete() < trials:
         study.optimize(objective, n_trials=1, catch=())
@@ -272,6 +288,8 @@ def tune(
         _write_log(study, out / LOG)
     bar.close()
     _write_log(study, out / LOG)
+    if baseline and address:
+        own = json.loads((out / BASELINE).read_text())
     best = study.best_trial
     chosen = {k: json.loads(v) if isinstance(v, str) else v for k, v in best.params.items()}
     paths = [
@@ -289,10 +307,23 @@ def tune(
 
 
 def _optimize_on_ray(
-    study, space, trainer, task, steps, seeds, wanted: int, address: str, out: Path, bar, commit: str | None
+    study,
+    space,
+    trainer,
+    task,
+    steps,
+    seeds,
+    wanted: int,
+    address: str,
+    out: Path,
+    bar,
+    commit: str | None,
+    baseline: bool = False,
 ) -> None:
     """``wanted`` more complete trials, run as Ray tasks, as many at once as the cluster has CPUs (Optuna's
-    ask-and-tell: each finished trial is told to the study, and the log written, as it comes back)."""
+    ask-and-tell: each finished trial is told to the study, and the log written, as it comes back); with
+    ``baseline``, the task's own file scored as a trial is (:func:`score_baseline`) by one more task, first,
+    unless ``OUT/baseline.json`` is there."""
     import optuna
 
     from solver.distributed.session import ray_session
@@ -302,10 +333,12 @@ def _optimize_on_ray(
     with ray_session(None if address == "local" else address) as ray:
         remote = ray.remote(max_retries=RETRIES, num_cpus=1)(timed_trial)
         width = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        running: dict = {}
+        running: dict = {}  # Ray reference -> its trial (None: the baseline)
+        if baseline and not (out / BASELINE).exists():
+            running[remote.remote(trainer, task, steps, seeds, {})] = None
         told = 0
-        while told < wanted:
-            while len(running) < min(width, wanted - told):
+        while told < wanted or None in running.values():
+            while len(running) < width and told + sum(t is not None for t in running.values()) < wanted:
                 trial = study.ask()
                 running[remote.remote(trainer, task, steps, seeds, sample(trial, space))] = trial
             done, _ = ray.wait(list(running), num_returns=1)
@@ -315,8 +348,12 @@ def _optimize_on_ray(
             except Exception:
                 for ref in running:
                     ray.cancel(ref)
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                if trial is not None:
+                    study.tell(trial, state=optuna.trial.TrialState.FAIL)
                 raise
+            if trial is None:
+                _write_baseline(out / BASELINE, value, seconds, commit)
+                continue
             trial.set_user_attr("seconds", seconds)
             trial.set_user_attr("commit", commit)
             study.tell(trial, value)
