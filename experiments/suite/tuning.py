@@ -13,11 +13,10 @@ them (exact where cheap).  No pruner: every trial runs its whole budget, so the 
 With ``--address`` the trials run as Ray tasks on a cluster, as many at once as it has CPUs (Optuna's ask-and-tell
 on the same study), and so does ``--baseline``. The study lives in ``OUT/study.db`` (SQLite): the same command
 resumes it, up to ``--trials`` finished trials (a trial cut short by an interruption is marked failed and not
-counted). ``OUT`` also holds
-``search-space.toml`` (the space searched), ``trials.jsonl`` (every trial: number, state, values, objective,
-seconds, the code's commit; without ``study.db`` the log alone resumes the tuning, the same trials replayed into a
-new study) and ``TASK.toml``, the hyperparameter file the tuning chose: the task's file with the
-best trial's values, its header naming the trial. With ``--family`` the choice is written for every task of the
+counted). ``OUT`` also holds ``search-space.toml`` (the space searched), ``trials.jsonl`` (every trial: number,
+state, values, objective, seconds, the code's commit; without ``study.db`` the log alone resumes the tuning, the
+same trials replayed into a new study) and ``TASK.toml``, the hyperparameter file the tuning chose: the task's file
+with the best trial's values, its header naming the trial. With ``--family`` the choice is written for every task of the
 tuned task's family (score games, or success tasks): ``OUT/TASK.toml`` for each, that task's own file with the
 chosen values. ``run --hyperparams OUT`` trains with the chosen files. With ``--baseline`` the tuned task's own
 file is also scored under the trial protocol, once, into ``OUT/baseline.json``: the point the tuning's gain is
@@ -167,9 +166,10 @@ def _replay_log(study, log: Path, space: dict) -> None:
     dists = distributions(space)
     rows = [json.loads(line) for line in log.read_text().splitlines() if line]
     for expected, row in enumerate(rows):
+        complete = optuna.trial.TrialState.COMPLETE
         state = optuna.trial.TrialState.FAIL if row["state"] == "RUNNING" else optuna.trial.TrialState[row["state"]]
         keys = set(row["params"])
-        if row["number"] != expected or not keys <= set(dists) or (state.name == "COMPLETE" and keys != set(dists)):
+        if row["number"] != expected or not keys <= set(dists) or (state == complete and keys != set(dists)):
             raise ValueError(
                 f"{log}: row {expected} is trial {row['number']} ({row['state']}) with keys {sorted(keys)}; a log to "
                 f"resume from numbers its trials 0, 1, ... and its complete ones set the search space's keys "
@@ -180,7 +180,7 @@ def _replay_log(study, log: Path, space: dict) -> None:
         study.add_trial(
             optuna.trial.create_trial(
                 state=state,
-                value=row["value"] if state == optuna.trial.TrialState.COMPLETE else None,
+                value=row["value"] if state == complete else None,
                 params=params,
                 distributions={k: dists[k] for k in params},
                 user_attrs=attrs,
