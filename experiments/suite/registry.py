@@ -27,7 +27,7 @@ from .aggregate import (
     track_of_result,
 )
 from .tasks import SUITE_VERSION, SUITES, suite_tasks
-from .tuning import BASELINE
+from .tuning import BASELINE, LOG, read_log
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,7 +51,7 @@ PLOTS = {"aggregates": ROOT / "docs" / "suite-aggregates.png", "profiles": ROOT 
 
 
 #: The files of a tuning directory (``python -m experiments.suite tune``) the registry keeps.
-TUNING_FILES = ("tune.json", "search-space.toml", "trials.jsonl")
+TUNING_FILES = ("tune.json", "search-space.toml", LOG)
 
 
 def tuning_summary(tuning_dir) -> dict:
@@ -64,7 +64,7 @@ def tuning_summary(tuning_dir) -> dict:
     if not (tuning_dir / "tune.json").exists():
         raise FileNotFoundError(f"{tuning_dir}: no tune.json (not a directory of `python -m experiments.suite tune`)")
     meta = json.loads((tuning_dir / "tune.json").read_text())
-    rows = [json.loads(line) for line in (tuning_dir / "trials.jsonl").read_text().splitlines() if line]
+    rows = read_log(tuning_dir / LOG)
     complete = [r for r in rows if r["state"] == "COMPLETE"]
     if not complete or not (tuning_dir / f"{meta['task']}.toml").exists():
         raise ValueError(f"{tuning_dir}: the tuning has not finished (no complete trial, or no {meta['task']}.toml)")

@@ -164,9 +164,8 @@ def _replay_log(study, log: Path, space: dict) -> None:
     import optuna
 
     dists = distributions(space)
-    rows = [json.loads(line) for line in log.read_text().splitlines() if line]
-    for expected, row in enumerate(rows):
-        complete = optuna.trial.TrialState.COMPLETE
+    complete = optuna.trial.TrialState.COMPLETE
+    for expected, row in enumerate(read_log(log)):
         state = optuna.trial.TrialState.FAIL if row["state"] == "RUNNING" else optuna.trial.TrialState[row["state"]]
         keys = set(row["params"])
         if row["number"] != expected or not keys <= set(dists) or (state == complete and keys != set(dists)):
@@ -186,6 +185,11 @@ def _replay_log(study, log: Path, space: dict) -> None:
                 user_attrs=attrs,
             )
         )
+
+
+def read_log(path: Path) -> list[dict]:
+    """The rows of a tuning's ``trials.jsonl``, one dict per trial (number, state, params, value, seconds, commit)."""
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line]
 
 
 def _check_directory(out: Path, what: dict) -> None:
