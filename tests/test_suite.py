@@ -449,3 +449,28 @@ def test_processes_can_share_a_run_by_seeds(tmp_path):
     assert result["seeds"] == 2 and (tmp_path / "runs" / "2x4" / "seed-1.json").stat().st_mtime_ns == before
     with pytest.raises(ValueError, match="--only-seeds must name some of the seeds 0..1"):
         run_suite(tmp_path, 2, agent="greedy", tasks="2x4", progress=False, only_seeds=[2])
+
+
+def test_run_json_names_the_hyperparameter_file_of_every_task_run_into_the_directory(tmp_path):
+    """Tasks run into one directory one at a time leave run.json naming every task's hyperparameter file; a file
+    that differs from the one a task was run with is refused and run.json stays as it was."""
+    from experiments.suite import SUITE_VERSION
+    from experiments.suite.runner import _check_directory
+
+    def what(**digests):
+        return {
+            "suite_version": SUITE_VERSION,
+            "agent": None,
+            "trainer": "m:f",
+            "track": "env-only",
+            "hyperparams": digests,
+        }
+
+    _check_directory(tmp_path, what(**{"2x4": "a" * 64}))
+    _check_directory(tmp_path, what(**{"2x3": "b" * 64}))
+    _check_directory(tmp_path, what(**{"2x4": "a" * 64, "2x3": "b" * 64}))
+    merged = json.loads((tmp_path / "run.json").read_text())
+    assert merged["hyperparams"] == {"2x4": "a" * 64, "2x3": "b" * 64}
+    with pytest.raises(SuiteRunError, match="other hyperparameter files .*2x4 cccccccccccc"):
+        _check_directory(tmp_path, what(**{"2x4": "c" * 64}))
+    assert json.loads((tmp_path / "run.json").read_text()) == merged

@@ -59,7 +59,8 @@ def _write_json(path: Path, data: dict) -> None:
 
 
 def _check_directory(out: Path, what: dict) -> None:
-    """``out`` is new, or holds a run of the same suite version and the same agent or trainer."""
+    """``out`` is new, or holds a run of the same suite version and the same agent or trainer; the
+    hyperparameter files of tasks that run.json does not name yet are added to it."""
     meta = out / "run.json"
     if not meta.exists():
         _write_json(meta, what)
@@ -96,6 +97,8 @@ def _check_directory(out: Path, what: dict) -> None:
             f"{out} holds runs trained with other hyperparameter files (theirs: {_files(ours)}; this run's: "
             f"{_files(mine)}): give another --out"
         )
+    if mine and set(mine) - set(ours):
+        _write_json(meta, {**theirs, "hyperparams": {**ours, **mine}})
 
 
 def _files(digests: dict | None) -> str:
