@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import env2048  # noqa: F401
-from experiments.suite import SUITE_V1, SUITE_V2, TaskError, get_task
+from experiments.suite import SUITE_V1, SUITE_V2, SUITE_VERSION, TaskError, get_task
 from experiments.suite.__main__ import main as suite_main
-from experiments.suite.runner import SuiteRunError, run_suite, without_timings
+from experiments.suite.runner import SuiteRunError, _check_directory, run_suite, without_timings
 from experiments.suite.scoring import wilson_interval
 from experiments.suite.tasks import ensure_table, matches_pinned_value, table_digest
 from oracle import Oracle
@@ -454,8 +454,6 @@ def test_processes_can_share_a_run_by_seeds(tmp_path):
 def test_run_json_names_the_hyperparameter_file_of_every_task_run_into_the_directory(tmp_path):
     """Tasks run into one directory one at a time leave run.json naming every task's hyperparameter file; a file
     that differs from the one a task was run with is refused and run.json stays as it was."""
-    from experiments.suite import SUITE_VERSION
-    from experiments.suite.runner import _check_directory
 
     def what(**digests):
         return {
