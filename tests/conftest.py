@@ -39,6 +39,31 @@ os.environ["SOLVED2048_NUMBA_CACHE"] = str(cache_base())
 os.environ["SOLVED2048_PRECOMPILE"] = "0"
 
 
+def pytest_sessionstart(session):
+    """On a cold kernel cache, the controller compiles the kernels once, on both cores, before pytest-xdist's
+    workers start (experiments.compile_kernels): each worker would otherwise compile what it needs on its own,
+    most kernels twice.  Nothing to do once the cache holds them (a run without workers compiles them too: its
+    first tests would otherwise wait for the kernels one at a time).  ``SOLVED2048_COMPILE_FIRST=0`` skips it."""
+    if XDIST_WORKER or os.environ.get("SOLVED2048_COMPILE_FIRST", "1") == "0":
+        return
+    from experiments.compile_kernels import PARTS, compile_all, parts_done
+
+    if set(PARTS) <= parts_done():
+        return
+    seconds = compile_all(jobs=2, verbose=False)
+    session.config.stash[COMPILE_SECONDS] = seconds
+
+
+COMPILE_SECONDS = pytest.StashKey[float]()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if COMPILE_SECONDS in config.stash:
+        terminalreporter.write_line(
+            f"kernels compiled before the tests, on two processes: {config.stash[COMPILE_SECONDS]:.1f} s"
+        )
+
+
 @pytest.hookimpl(trylast=True)  # after pytest's own tmp_path plugin has set up the base temporary directory
 def pytest_configure(config):
     """Everything the suite writes goes below pytest's base temporary directory, before any test module is
