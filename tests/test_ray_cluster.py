@@ -25,9 +25,9 @@ from solver.distributed.ray_actors import KILL_ENV  # noqa: E402
 pytestmark = pytest.mark.slow  # the whole module runs in make test, not in the quick lane
 
 #: Workers that die mid-age: worker 2 in the forward pass (after expanding age 60, before sending its crossing
-#: afterstates), worker 1 in the backward pass (after sending its crossing values of age 200, before valuing its
+#: afterstates), worker 1 in the backward pass (after sending its crossing values of age 100, before valuing its
 #: states).
-VICTIMS = ("expand:2:60", "settle:1:200")
+VICTIMS = ("expand:2:60", "settle:1:100")
 
 
 def test_three_node_cluster_with_killed_workers_builds_identical_tables_on_the_loopback(tmp_path):
