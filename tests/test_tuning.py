@@ -21,7 +21,7 @@ def test_a_tuning_runs_writes_its_log_and_file_and_resumes(tmp_path):
     from experiments.suite.trainers import DQN_KEYS, load_hyperparams
 
     out = tmp_path / "tune"
-    first = tune(TRAINER, "2x4", trials=2, steps=2000, out=out, progress=False, family=True, baseline=True)
+    first = tune(TRAINER, "2x3", trials=2, steps=2000, out=out, progress=False, family=True, baseline=True)
     rows = [json.loads(line) for line in (out / "trials.jsonl").read_text().splitlines()]
     assert [r["state"] for r in rows] == ["COMPLETE", "COMPLETE"] and all(0 < r["value"] < 1 for r in rows)
     from experiments.suite.provenance import git_commit
@@ -34,7 +34,7 @@ def test_a_tuning_runs_writes_its_log_and_file_and_resumes(tmp_path):
     shutil.copytree(out, log_only)
     (log_only / "study.db").unlink()
     for directory in (kept, log_only):
-        tune(TRAINER, "2x4", trials=3, steps=2000, out=directory, progress=False, family=True, baseline=True)
+        tune(TRAINER, "2x3", trials=3, steps=2000, out=directory, progress=False, family=True, baseline=True)
     replayed = [json.loads(line) for line in (log_only / "trials.jsonl").read_text().splitlines()]
     from experiments.suite.runner import without_timings
 
@@ -44,20 +44,20 @@ def test_a_tuning_runs_writes_its_log_and_file_and_resumes(tmp_path):
     # an interruption leaves a trial running: the resumed tuning marks it failed and finishes the trials asked for
     study = optuna.load_study(study_name="tune", storage=f"sqlite:///{out / 'study.db'}")
     study.ask()
-    result = tune(TRAINER, "2x4", trials=3, steps=2000, out=out, progress=False, family=True, baseline=True)
+    result = tune(TRAINER, "2x3", trials=3, steps=2000, out=out, progress=False, family=True, baseline=True)
     rows = [json.loads(line) for line in (out / "trials.jsonl").read_text().splitlines()]
     assert [r["state"] for r in rows] == ["COMPLETE", "COMPLETE", "FAIL", "COMPLETE"]
     # replayed, a log with a failed trial is the study's log again, and the tuning's choice the same
     shutil.copytree(out, tmp_path / "replayed")
     (tmp_path / "replayed" / "study.db").unlink()
-    again = tune(TRAINER, "2x4", trials=3, steps=2000, out=tmp_path / "replayed", progress=False, family=True)
+    again = tune(TRAINER, "2x3", trials=3, steps=2000, out=tmp_path / "replayed", progress=False, family=True)
     assert (tmp_path / "replayed" / "trials.jsonl").read_text() == (out / "trials.jsonl").read_text()
     assert again["best"] == result["best"]
     # a log written while its last trial ran: replayed, that trial was cut short (failed), the next one drawn anew
     (log_only / "study.db").unlink()
     cut = [*replayed[:2], {**replayed[2], "state": "RUNNING", "value": None}]
     (log_only / "trials.jsonl").write_text("".join(json.dumps(r) + "\n" for r in cut))
-    tune(TRAINER, "2x4", trials=3, steps=2000, out=log_only, progress=False, family=True, baseline=True)
+    tune(TRAINER, "2x3", trials=3, steps=2000, out=log_only, progress=False, family=True, baseline=True)
     resumed = [json.loads(line) for line in (log_only / "trials.jsonl").read_text().splitlines()]
     assert [r["state"] for r in resumed] == ["COMPLETE", "COMPLETE", "FAIL", "COMPLETE"]
     assert resumed[2]["params"] == replayed[2]["params"] and without_timings(resumed[3]) == without_timings(rows[3])
@@ -68,53 +68,53 @@ def test_a_tuning_runs_writes_its_log_and_file_and_resumes(tmp_path):
     # the chosen file: the task's file with the best trial's values, every key set
     import tomllib
 
-    chosen = (out / "2x4.toml").read_text()
+    chosen = (out / "2x3.toml").read_text()
     assert (
         f"trial {result['best']['number']}, the best of 3 complete trials" in chosen
         and "2,000 steps on 1 tuning seed" in chosen
     )
 
     values = tomllib.loads(chosen)
-    assert set(values) == set(DQN_KEYS) == set(load_hyperparams("dqn", "2x4"))
+    assert set(values) == set(DQN_KEYS) == set(load_hyperparams("dqn", "2x3"))
     assert all(values[k] == v for k, v in result["best"]["params"].items())
     assert (out / "search-space.toml").read_text() == (SEARCH_SPACES / "dqn.toml").read_text()
     # --family: every score game gets its own file with the chosen values, its other settings its own
     assert sorted(result["files"]) == sorted(str(out / f"{t}.toml") for t in ("2x3", "2x4", "3x3"))
-    for task in ("2x3", "3x3"):
+    for task in ("2x4", "3x3"):
         text = (out / f"{task}.toml").read_text()
-        assert f"dqn on task {task}: chosen by `python -m experiments.suite tune` on task 2x4 for its family" in text
+        assert f"dqn on task {task}: chosen by `python -m experiments.suite tune` on task 2x3 for its family" in text
         other = tomllib.loads(text)
         own = load_hyperparams("dqn", task)
         assert other == {**own, **result["best"]["params"]} and set(other) == set(own)
     with pytest.raises(ValueError, match="holds a tuning with other steps"):
-        tune(TRAINER, "2x4", trials=3, steps=4000, out=out, progress=False, family=True)
+        tune(TRAINER, "2x3", trials=3, steps=4000, out=out, progress=False, family=True)
     with pytest.raises(ValueError, match="holds a tuning with other applies_to"):
-        tune(TRAINER, "2x4", trials=3, steps=2000, out=out, progress=False)
+        tune(TRAINER, "2x3", trials=3, steps=2000, out=out, progress=False)
     # the objective is the score of a policy trained on the tuning seed, not on an evaluation seed: it repeats
     from experiments.suite import get_task
     from experiments.suite.trainers import dqn
 
     best = result["best"]
-    assert trial_score(dqn, get_task("2x4"), 2000, [TUNING_SEED], best["params"]) == best["value"]
+    assert trial_score(dqn, get_task("2x3"), 2000, [TUNING_SEED], best["params"]) == best["value"]
     # --baseline: the task's own file under the same protocol, apart from the study's trials
     own = first["baseline"]
-    assert own["value"] == trial_score(dqn, get_task("2x4"), 2000, [TUNING_SEED], {}) and own["seconds"] > 0
+    assert own["value"] == trial_score(dqn, get_task("2x3"), 2000, [TUNING_SEED], {}) and own["seconds"] > 0
     assert own == json.loads((out / "baseline.json").read_text()) and own["commit"] == git_commit()
     # run --hyperparams trains with the chosen file: the score of that file's settings, its digest in the run file
     from experiments.suite.runner import SuiteRunError, run_suite
     from experiments.suite.tuning import file_digest
 
     runs = tmp_path / "runs"
-    suite = run_suite(runs, 1, trainer=TRAINER, tasks="2x4", budget_scale=0.002, progress=False, hyperparams=out)
-    cell = suite["runs"]["2x4"][0]
-    assert cell["hyperparams"] == file_digest(out / "2x4.toml") and cell["counted_steps"] <= 2000
-    assert cell["normalized"] == trial_score(dqn, get_task("2x4"), 2000, [0], values)
+    suite = run_suite(runs, 1, trainer=TRAINER, tasks="2x3", budget_scale=0.002, progress=False, hyperparams=out)
+    cell = suite["runs"]["2x3"][0]
+    assert cell["hyperparams"] == file_digest(out / "2x3.toml") and cell["counted_steps"] <= 2000
+    assert cell["normalized"] == trial_score(dqn, get_task("2x3"), 2000, [0], values)
     with pytest.raises(SuiteRunError, match="trained with other hyperparameter files"):
-        run_suite(runs, 1, trainer=TRAINER, tasks="2x4", budget_scale=0.002, progress=False)
+        run_suite(runs, 1, trainer=TRAINER, tasks="2x3", budget_scale=0.002, progress=False)
     with pytest.raises(FileNotFoundError, match="no file for task"):
-        run_suite(tmp_path / "r2", 1, trainer=TRAINER, tasks="2x4,3x3-512", progress=False, hyperparams=out)
-    with pytest.raises(ValueError, match="task 2x4 has a file in two directories"):
-        run_suite(tmp_path / "r3", 1, trainer=TRAINER, tasks="2x4", progress=False, hyperparams=f"{out},{out}")
+        run_suite(tmp_path / "r2", 1, trainer=TRAINER, tasks="2x3,3x3-512", progress=False, hyperparams=out)
+    with pytest.raises(ValueError, match="task 2x3 has a file in two directories"):
+        run_suite(tmp_path / "r3", 1, trainer=TRAINER, tasks="2x3", progress=False, hyperparams=f"{out},{out}")
 
 
 def test_td_is_tuned_under_the_same_protocol(tmp_path):
