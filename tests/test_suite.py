@@ -14,6 +14,8 @@ import sys
 import gymnasium as gym
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import env2048  # noqa: F401
 from experiments.suite import SUITE_V1, SUITE_V2, SUITE_VERSION, TaskError, get_task
@@ -101,6 +103,27 @@ def test_wilson_interval_against_hand_computation():
     low, high = wilson_interval(5, 10)
     assert low == pytest.approx(0.5 - math.sqrt(z2 * 0.25 / 10 + z2 * z2 / 400) / (1 + z2 / 10))
     assert high == pytest.approx(1 - low)
+
+
+@settings(max_examples=200)
+@given(
+    st.integers(1, 7),
+    st.integers(1, 9),
+    st.lists(st.sampled_from([0.0, 1e-30, 0.1, 0.3, 1 / 3, 0.5, 0.75, 1.0, 2.0]), min_size=63, max_size=63),
+    st.integers(0, 2**32 - 1),
+)
+def test_the_suites_iqm_is_rliables_float_for_float(runs, tasks, values, seed):
+    """The IQM the suite computes without scipy's wrapper equals rliable's ``aggregate_iqm`` exactly: drawn scores
+    with ties and tiny values, and random ones."""
+    from rliable import metrics
+
+    from experiments.suite.aggregate import iqm
+
+    drawn = np.array(values[: runs * tasks]).reshape(runs, tasks)
+    noise = np.random.default_rng(seed).random((runs, tasks))
+    for scores in (drawn, noise, drawn * noise):
+        assert iqm(scores) == metrics.aggregate_iqm(scores)
+    assert math.isnan(iqm(np.array([[0.5, np.nan]]))) and math.isnan(metrics.aggregate_iqm(np.array([[0.5, np.nan]])))
 
 
 def test_aggregates_against_hand_computation():
