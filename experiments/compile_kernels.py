@@ -168,18 +168,26 @@ def part_distributed() -> None:
 
 
 def part_ray() -> None:
-    """The build on Ray actors (a private one-node Ray, two workers): the arrays the actors receive from Ray's
-    object store are read-only, which gives several kernels a signature of their own.  Skipped without Ray (the
-    ``distributed`` extra)."""
+    """The build on Ray actors (a private one-node Ray, two workers; a game and an endgame): the arrays the actors
+    receive from Ray's object store are read-only, which gives several kernels a signature of their own.  Skipped
+    without Ray (the ``distributed`` extra)."""
     import importlib.util
 
     if importlib.util.find_spec("ray") is None:
         return
+    from env2048.pattern import Pattern
     from solver.distributed.ray_actors import build_on_actors
     from solver.distributed.session import Machine, ray_session
+    from solver.spec import SolveSpec
 
+    pattern = SolveSpec.for_pattern(Pattern.from_dict(CORNER_PATTERN))
     with ray_session(num_cpus=2), tempfile.TemporaryDirectory() as tmp:
-        build_on_actors(_spec("2x4", "tile:6"), Path(tmp) / "t", [Machine(None, 1)] * 2, low=3, progress=False)
+        for name, spec in (("game", _spec("2x4", "tile:6")), ("endgame", pattern)):
+            build_on_actors(spec, Path(tmp) / name, [Machine(None, 1)] * 2, low=3, progress=False)
+
+
+#: A small endgame: 3x3, a 64 in a corner, make a 16 in the opposite one.
+CORNER_PATTERN = {"rows": 3, "cols": 3, "grid": [". . t", ". . .", ". . 64"], "target": 16}
 
 
 def part_endgame() -> None:
@@ -190,8 +198,7 @@ def part_endgame() -> None:
     from solver.build import build
     from solver.spec import SolveSpec
 
-    pattern = Pattern.from_dict({"rows": 3, "cols": 3, "grid": [". . t", ". . .", ". . 64"], "target": 16})
-    spec = SolveSpec.for_pattern(pattern)
+    spec = SolveSpec.for_pattern(Pattern.from_dict(CORNER_PATTERN))
     with tempfile.TemporaryDirectory() as tmp:
         build(spec, Path(tmp) / "corner.h5", progress=False)
         with Oracle.open(Path(tmp) / "corner.h5") as oracle:
@@ -228,14 +235,14 @@ PARTS: dict[str, tuple[Callable[[], None], tuple[str, ...]]] = {
     "oracle": (part_oracle, ("build",)),
     "distributed": (part_distributed, ("build",)),
     "endgame": (part_endgame, ("build",)),
-    "ray": (part_ray, ("build", "distributed")),
+    "ray": (part_ray, ("build", "distributed", "endgame")),
     "imitation": (part_imitation, ("oracle",)),
 }
-#: Their order and the process each goes to, for two processes, so that both end together (one run, cold, both
-#: processes at once: build 43 s, agents 24, oracle 17, ray 13, distributed 11, imitation 9, env 8, grid 4,
-#: endgame 2).  A part that needs what the other process compiles waits for it.  With one process, all in the
-#: order of the first process and then the second's.
-PLAN = (("build", "distributed", "ray", "endgame"), ("env", "grid", "agents", "oracle", "imitation"))
+#: Their order and the process each goes to, for two processes, so that both end about together (one run, cold,
+#: both processes at once: build 47 s, agents 33, ray 22, oracle 14, env 14, imitation 12, distributed 11,
+#: endgame 9, grid 4).  A part that needs what the other process compiles waits for it.  With one process, all
+#: in the order of the first process and then the second's.
+PLAN = (("build", "distributed", "endgame", "ray"), ("env", "grid", "agents", "oracle", "imitation"))
 #: Longest wait, in seconds, of a part for the parts it needs (then it compiles what it lacks itself).
 WAIT_S = 600.0
 
