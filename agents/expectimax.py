@@ -385,6 +385,11 @@ class ExpectimaxAgent(Agent):
     def cheap_to_evaluate(self) -> bool:
         return self.depth == 1
 
+    @property
+    def uses_heuristic(self) -> bool:
+        """Whether the leaves are valued by the fixed heuristic (not by an n-tuple network)."""
+        return self.kind == _HEURISTIC
+
     def _args(self):
         n = self.network
         return (

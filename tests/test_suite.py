@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from stand_ins import FirstLegalMove
 
 import env2048  # noqa: F401
 from experiments.suite import SUITE_V1, SUITE_V2, SUITE_VERSION, TaskError, get_task
@@ -103,6 +104,52 @@ def test_wilson_interval_against_hand_computation():
     low, high = wilson_interval(5, 10)
     assert low == pytest.approx(0.5 - math.sqrt(z2 * 0.25 / 10 + z2 * z2 / 400) / (1 + z2 / 10))
     assert high == pytest.approx(1 - low)
+
+
+def test_a_trainer_that_returns_a_spec_or_a_reference_agent_is_refused(tmp_path):
+    """A trainer must return what it learned: ``"optimal"`` (scored 1.0 after no step, had it been accepted), any
+    spec string, or a fixed reference agent is refused with a message that says what to return; the same agents
+    still run as ``--agent``; an expectimax agent searching over a learned network is accepted."""
+    from agents import GreedyAgent, OptimalAgent, RandomAgent
+    from agents.expectimax import ExpectimaxAgent
+    from agents.ntuple import NTupleAgent
+
+    def returning(value):
+        def train(run, budget_steps, seed):
+            return value(run) if callable(value) else value
+
+        return train
+
+    cases = [
+        "optimal",
+        "expectimax:2",
+        lambda run: OptimalAgent(Oracle.open(ensure_table(get_task("2x3"), progress=False))),
+        lambda run: GreedyAgent(),
+        lambda run: RandomAgent(),
+        lambda run: ExpectimaxAgent(2, 3, depth=2),
+    ]
+    refused = "NotLearned: the trainer returned the (spec string|fixed reference agent) "
+    for i, case in enumerate(cases):
+        with pytest.raises(SuiteRunError, match=refused):
+            run_suite(tmp_path / f"r{i}", 1, trainer=returning(case), tasks="2x3", progress=False)
+        assert not (tmp_path / f"r{i}" / "runs" / "2x3" / "seed-0.json").exists()
+    learned = ExpectimaxAgent(2, 3, depth=1, evaluator=NTupleAgent(2, 3, seed=0))
+    kept = run_suite(tmp_path / "learned", 1, trainer=returning(learned), tasks="2x3", progress=False)
+    assert 0 < kept["normalized"][0][0] < 1
+    optimal = run_suite(tmp_path / "agent", 1, agent="optimal", tasks="2x3", progress=False)
+    assert optimal["normalized"][0][0] == pytest.approx(1.0, abs=1e-6)
+    code = suite_main(
+        [
+            "run",
+            "--trainer",
+            "experiments.suite.trainers:does_not_exist",
+            "--tasks",
+            "2x3",
+            "--out",
+            str(tmp_path / "c"),
+        ]
+    )
+    assert code == 2
 
 
 @settings(max_examples=200)
@@ -225,7 +272,7 @@ def test_bad_input_gets_clear_errors_and_loses_nothing(tmp_path, capsys):
         calls.append(seed)
         if seed == 1:
             raise RuntimeError("diverged")
-        return "greedy"
+        return FirstLegalMove()
 
     out = tmp_path / "trainer"
     with pytest.raises(SuiteRunError, match="task 2x4, seed 1: RuntimeError: diverged"):

@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+from stand_ins import FirstLegalMove
 
 from agents.registry import make_policy
 from experiments.suite import SUITE_V2, get_task
@@ -98,7 +99,7 @@ def test_a_trainer_that_steps_past_its_budget_is_stopped_and_its_finished_seeds_
             obs, reward, terminated, truncated, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
             if terminated or truncated:
                 obs, info = env.reset()
-        return "greedy"
+        return FirstLegalMove()
 
     out = tmp_path / "over"
     with pytest.raises(SuiteRunError, match=r"task 2x4, seed 1: BudgetExceeded: the env-only budget of 64 "):

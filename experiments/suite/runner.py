@@ -30,7 +30,7 @@ from .policies import load_trainer
 from .provenance import provenance
 from .scoring import score_policy
 from .tasks import SUITE_VERSION, Task, checked_table, tasks_named
-from .training import TrainingRun, track_of
+from .training import TrainingRun, check_learned, track_of
 
 #: Keys of suite.json and of the run files that vary from run to run of the same command (timings, dates).
 TIMING_KEYS = ("seconds", "train_seconds", "created", "provenance")
@@ -212,6 +212,7 @@ def train_on_task(train, task: Task, seed: int, monitor=None, progress: bool = T
     extra = dict(options) if monitor is None else {"monitor": monitor, **options}
     run = TrainingRun(task, StepBudget(task.budget_steps, track_of(train)), progress)
     policy = train(run, task.budget_steps, seed, **extra)
+    check_learned(policy)
     facts = {
         "track": run.track,
         "budget_steps": task.budget_steps,

@@ -20,6 +20,32 @@ from .budget import TRACKS, CountedEnv, CountedSimulator, StepBudget, counted_ve
 from .tasks import Task
 
 
+class NotLearned(ValueError):
+    """A trainer returned a spec string or a fixed reference agent: nothing it learned."""
+
+
+def check_learned(policy) -> None:
+    """Raise :class:`NotLearned` if ``policy``, what a trainer returned, is a spec string (``"optimal"``,
+    ``"greedy"``, ``"td:PATH"``, ...) or one of the fixed reference agents (random, greedy, optimal, expectimax with
+    its heuristic): those are scored as ``--agent`` on the reference track, never as what a trainer learned."""
+    from agents import GreedyAgent, OptimalAgent, RandomAgent
+    from agents.expectimax import ExpectimaxAgent
+
+    if isinstance(policy, str):
+        what = f"the spec string {policy!r}"
+    elif isinstance(policy, RandomAgent | GreedyAgent | OptimalAgent) or (
+        isinstance(policy, ExpectimaxAgent) and policy.uses_heuristic
+    ):
+        what = f"the fixed reference agent {type(policy).__name__}"
+    else:
+        return
+    raise NotLearned(
+        f"the trainer returned {what}: a trainer returns the policy it learned (an agent object, an SB3 model, a "
+        "torch module or a callable); the fixed reference agents (random, greedy, optimal, expectimax) run as "
+        "--agent, on the reference track"
+    )
+
+
 def track_of(train) -> str:
     """The track a trainer declares (its ``track`` attribute; ``"env-only"`` if none), checked."""
     track = getattr(train, "track", "env-only")
