@@ -110,17 +110,12 @@ def part_grid() -> None:
 
 def part_oracle() -> None:
     """The oracle's lookups, the priced env and exact policy evaluation (on the 2x2 table, built here)."""
-    import gymnasium as gym
-
-    import env2048  # noqa: F401
     from agents import GreedyAgent
     from oracle import Oracle
+    from solver import precompile
 
     _table_home()
-    env = gym.make("Solved2048-2x2", oracle=True)
-    _, info = env.reset(seed=0)
-    env.step(int(np.nanargmax(info["q_values"])))
-    env.close()
+    precompile.compile_oracle()  # the priced env's step: what a first user of the oracle compiles
     with Oracle.for_board("2x2", progress=False) as oracle:
         oracle.evaluate(GreedyAgent(), progress=False)
 

@@ -43,7 +43,7 @@ def pytest_sessionstart(session):
     """With ``SOLVED2048_COMPILE_FIRST=1``, on a cold kernel cache, the controller compiles the kernels once, on
     both cores, before pytest-xdist's workers start (experiments.compile_kernels), rather than each worker
     compiling what it needs when it needs it.  Off by default: on the 2-core machine, from an empty cache, pytest
-    took 720 s and 758 s with it (the compile 72 s and 84 s of that) and 635 s without it: the workers' own
+    took 720 s and 758 s with it (the compile 72 s and 84 s of that) and 612 s and 633 s without it: the workers' own
     compiles overlap the other worker's tests, and each compiles only what its tests need."""
     if XDIST_WORKER or os.environ.get("SOLVED2048_COMPILE_FIRST", "0") != "1":
         return
