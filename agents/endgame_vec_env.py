@@ -27,6 +27,7 @@ from gymnasium.utils import seeding
 
 from agents.vec_env import SharedSettingsVecEnv, finished_game_info
 from env2048 import board as B
+from env2048 import metering
 from env2048.endgame import Endgame2048Env, play_many, spawn_many
 from env2048.engine import onehot
 from env2048.env import check_obs_mode, observation_space_for
@@ -79,6 +80,7 @@ class Endgame2048SB3VecEnv(SharedSettingsVecEnv):
 
     # -- the VecEnv protocol ----------------------------------------------------------------------------------
     def reset(self) -> np.ndarray:
+        metering.note_seeds(self._seeds)
         for i, seed in enumerate(self._seeds):
             if seed is not None or self._generators[i] is None:
                 self._generators[i] = seeding.np_random(None if seed is None else int(seed))[0]
@@ -99,6 +101,7 @@ class Endgame2048SB3VecEnv(SharedSettingsVecEnv):
         if self._actions is None:
             raise RuntimeError("step_wait() without step_async()")
         actions, self._actions = self._actions, None
+        metering.charge(self.num_envs)
         after, outcome, empty = play_many(
             self._boards, actions, self.rows, self.cols, self._moves_table, self._rules, self._free
         )

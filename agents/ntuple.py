@@ -25,6 +25,7 @@ import numba
 import numpy as np
 
 from env2048 import board as B
+from env2048 import metering
 from env2048.engine import next_uniform
 from env2048.kernels import move_packed
 from env2048.shape import check_packable
@@ -478,8 +479,10 @@ class NTupleAgent(Agent):
         :func:`train_episodes_parallel`): faster, but not reproducible from the seed; 1 is exactly reproducible.
         ``trace`` (one thread only) also returns every move's board and action (:class:`TrainStats`).
         ``max_moves`` (one thread only) stops after that many moves, in the middle of a game if need be; the
-        games counted are those begun.
+        games counted are those begun.  While a step meter is installed (:mod:`env2048.metering`: a suite trainer
+        trains) the moves are charged to it and ``max_moves`` is capped by what it has left.
         """
+        max_moves = metering.moves_left(max_moves)
         if threads < 1 or (trace and threads != 1) or (max_moves is not None and threads != 1):
             raise ValueError(f"threads must be >= 1 (1 with trace or max_moves), got {threads}")
         t = time.perf_counter()
@@ -514,6 +517,7 @@ class NTupleAgent(Agent):
             )
             self.key = np.uint64(keys[-1])
         dt = time.perf_counter() - t
+        metering.charge(int(moves.sum()), metering.SIMULATED)
         counts = {int(1 << k): int((top >= k).sum()) for k in np.unique(top)}
         stats = TrainStats(int(episodes), int(moves.sum()), dt, float(scores.mean()) if scores.size else 0.0, counts)
         if trace:

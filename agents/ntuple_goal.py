@@ -15,6 +15,7 @@ import time
 import numba
 import numpy as np
 
+from env2048 import metering
 from env2048.rules import FAILURE, ILLEGAL, PLAY, SUCCESS, move_outcome
 
 from .ntuple import NTupleAgent, TrainStats, _spawn_packed, _td_update, evaluate_afterstate, trace_buffers, traced
@@ -153,6 +154,7 @@ class GoalNTupleAgent(NTupleAgent):
     ) -> TrainStats:
         """Play ``episodes`` games, learning unless ``learn=False``; ``mean_score`` is the share won; ``trace`` and
         ``max_moves`` as for :meth:`agents.ntuple.NTupleAgent.train`."""
+        max_moves = metering.moves_left(max_moves)
         if threads != 1:
             raise ValueError(f"GoalNTupleAgent trains on one thread (reproducible from the seed), got {threads}")
         start = time.perf_counter()
@@ -174,6 +176,7 @@ class GoalNTupleAgent(NTupleAgent):
         self.key = np.uint64(key)
         begun = moves >= 0
         won, moves, episodes = won[begun], moves[begun], int(begun.sum())
+        metering.charge(int(moves.sum()), metering.SIMULATED)
         seconds = time.perf_counter() - start
         stats = TrainStats(
             int(episodes), int(moves.sum()), seconds, float(won.mean()) if episodes else 0.0, {"won": int(won.sum())}

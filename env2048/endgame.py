@@ -11,6 +11,7 @@ import numpy as np
 from gymnasium import spaces
 
 from . import board as B
+from . import metering
 from .pattern import Pattern, load_pattern
 from .render import render_ansi, render_rgb
 from .rules import FAILURE, ILLEGAL, SUCCESS, legal_bits_rules, move_outcome
@@ -157,6 +158,8 @@ class Endgame2048Env(gym.Env):
     # -- API ------------------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
+        if seed is not None:
+            metering.note_seeds((seed,))
         self._board = self._starts[self.np_random.choice(self._starts.size, p=self._start_probs)]
         self._over, self._started = False, True
         self._moves = self._illegal = 0
@@ -171,6 +174,7 @@ class Endgame2048Env(gym.Env):
         if isinstance(action, bool) or not isinstance(action, int | np.integer) or not 0 <= int(action) <= 3:
             raise ValueError(f"action must be an int 0..3 (UP, RIGHT, DOWN, LEFT), got {action!r}")
         a = int(action)
+        metering.charge(1)
         after, outcome = _play(self._board, a, self.rows, self.cols, self._tables.moves, self._rules)
         if outcome == ILLEGAL:
             if not self._mask().any():  # a start with no allowed move (the rules value it 0): the game is over

@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from . import metering
 from .board import check_p4
 from .engine import (
     INVALID_MODES,
@@ -154,6 +155,8 @@ class Game2048Env(gym.Env):
     # -- API ------------------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
+        if seed is not None:
+            metering.note_seeds((seed,))
         if seed is not None or not self._started:
             self._key[0] = draw_key(self.np_random)
         obs, self._mask = reset_kernel(self._board, self.rows, self.cols, self.p4, self._key)
@@ -183,6 +186,7 @@ class Game2048Env(gym.Env):
         if self._invalid_mode == INVALID_RAISE and not self._mask[a]:
             legal = [ACTION_NAMES[i] for i in range(4) if self._mask[i]]
             raise IllegalActionError(f"{ACTION_NAMES[a]} ({a}) is illegal here; legal moves: {legal}")
+        metering.charge(1)
         obs, after, mask, reward, legal, game_over, max_exp, age = step_kernel(
             self._board, self.rows, self.cols, a, self.p4, self._key, self._lines
         )

@@ -10,6 +10,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from . import metering
 from .board import check_p4
 from .engine import (
     INVALID_RAISE,
@@ -108,6 +109,7 @@ class Game2048VectorEnv(VectorEnv):
             seeds = list(seed)
             if len(seeds) != self.num_envs:
                 raise ValueError(f"got {len(seeds)} seeds for {self.num_envs} envs")
+        metering.note_seeds(seeds)
         self._keys[:] = [draw_key(seeding.np_random(s)[0]) for s in seeds]
         self._seeded = True
 
@@ -172,6 +174,7 @@ class Game2048VectorEnv(VectorEnv):
                 i = int(np.flatnonzero(bad)[0])
                 raise IllegalActionError(f"env {i}: {ACTION_NAMES[acts[i]]} ({acts[i]}) is illegal there")
         n, cells = self.num_envs, self.rows * self.cols
+        metering.charge(n)
         starting = self._needs_reset.copy()  # these envs start a new game in this step (their action is ignored)
         obs = np.empty((n, cells), np.uint8)
         after = np.empty((n, cells), np.uint8)
