@@ -23,6 +23,7 @@ from env2048.shape import ACTION_NAMES, MAX_PACKED_EXPONENT
 from solver import precompile, provision
 from solver.format import Table, TableError
 from solver.format.common import tie_tolerance
+from solver.seal import check_unsealed
 from solver.spec import SolveSpec
 
 from .evaluate import evaluate_policy
@@ -91,6 +92,7 @@ class Oracle:
     """
 
     def __init__(self, table, memory_limit: int | None = None, verify: bool = False, layers=None):
+        check_unsealed(f"an Oracle of {getattr(table, 'path', table)}")
         self.table = table
         self.path = table.path
         self.spec = table.spec
@@ -173,6 +175,7 @@ class Oracle:
         :mod:`oracle.remote`."""
         from .remote import RemoteLayers, RemoteTable
 
+        check_unsealed(f"Oracle.connect({url!r})")
         table = RemoteTable(url, timeout=timeout, retries=retries, headers=headers)
         try:
             return cls(table, layers=RemoteLayers(table, batch))
@@ -193,6 +196,7 @@ class Oracle:
         """The oracle of a board: from ``table`` if given, else from the cache directory, building the table there
         on first use for the boards of :data:`solver.provision.BUILDABLE` (with a progress bar)."""
         spec = SolveSpec.parse(board, objective, p4, spawn)
+        check_unsealed(f"Oracle.for_board({board!r})")
         if table is not None:
             oracle = cls.open(table)
             if oracle.spec != spec:

@@ -28,6 +28,7 @@ from .format import TableWriterV1, elias_fano, quantise, ranking
 from .format.common import SOLVER_VERSION
 from .format.v2 import CodedLayer, TableWriterV2, age_path, decode_boards, encode_boards
 from .forward import canonical_starts, run_forward
+from .seal import check_unsealed
 from .spec import SolveSpec
 from .workdir import AgeCount, WorkDir
 
@@ -272,6 +273,7 @@ def build(
     ``keep_work``.  With ``progress``, bars show the passes, and the kernels numba compiles on first use
     (:func:`env2048.compile_progress.compile_progress`).
     """
+    check_unsealed(f"solving {spec.describe()}")
     precompile.start(spec)  # a cold cache: the backward kernels compile in a second process meanwhile
     with compile_progress(progress):
         return _build(spec, out, work_dir, threads, progress, keep_work, format_version, layout)

@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 
 from . import precompile
 from .build import build
+from .seal import check_unsealed
 from .spec import SolveSpec
 
 #: Boards whose tables build here in about a minute or less: ``cached_table`` builds them on first use.
@@ -49,6 +50,7 @@ def cached_table(spec: SolveSpec, progress: bool = True, warm_oracle: bool = Fal
     """Path of ``spec``'s table in :func:`cache_dir`, solving it there first if missing (boards of
     :data:`BUILDABLE` only; others raise ``FileNotFoundError`` saying how to build them elsewhere).
     ``warm_oracle``: see :func:`build_once`."""
+    check_unsealed(f"the cached table of {spec.describe()}")
     path = cache_dir() / table_name(spec)
     if path.exists():  # tables appear by an atomic rename: one that exists is complete
         return path

@@ -185,7 +185,9 @@ def ensure_table(task: Task, progress: bool = True) -> Path:
     directory).  Processes that ask at once build it one at a time."""
     from oracle.oracle import oracle_kernels_missing
     from solver.provision import build_once
+    from solver.seal import check_unsealed
 
+    check_unsealed(f"the table of suite task {task.name}")
     path = table_path(task)
     if path.exists():  # a table appears by an atomic rename: one that exists is complete
         return path

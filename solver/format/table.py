@@ -7,6 +7,7 @@ from pathlib import Path
 
 import h5py
 
+from ..seal import check_unsealed
 from .common import TableError
 from .v1 import TableV1
 from .v2 import MANIFEST, TableV2
@@ -29,6 +30,7 @@ def Table(path: str | os.PathLike):  # noqa: N802 (a factory standing where the 
     """Open a solved table of any format: a :class:`TableV1` or a :class:`~solver.format.v2.TableV2` (both
     context managers with ``attrs``, ``spec``, ``ages``, ``counts()``, ``layer(age)``, ``start()``,
     ``datasets()`` and ``bad_checksums()``)."""
+    check_unsealed(f"opening the table {path}")
     path = Path(path)
     f, manifest = _open_root(path)
     attrs = f.attrs
