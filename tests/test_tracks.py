@@ -203,7 +203,7 @@ def test_candidates_are_measured_once_resume_and_refuse_a_build_under_way(tmp_pa
     task = candidates.candidate("2x3")
     with Oracle.open(candidates.table_dir(task)) as oracle:
         assert steps["table"]["optimal_value"] == oracle.start_value
-        expected = score_policy(task, oracle, make_policy("greedy", 2, 3, seed=0, oracle=oracle), 0)
+        expected = score_policy(task, oracle, make_policy("greedy", 2, 3, seed=0, oracle=oracle))
     assert steps["agent:greedy"]["normalized"] == expected["normalized"]
     assert candidates.measure(tmp_path / "out", ["2x3"], agents=("greedy",), progress=False) == rows
     (tmp_path / "home" / "suite-candidates" / "2x4.work").mkdir(parents=True)

@@ -3,8 +3,9 @@ played by ``NTupleAgent.train`` with no budget, interleaved, median of ``--repea
 
     python -m experiments.bench.td_budget [--task 3x3] [--moves 2000000] [--repeats 5]
 
-Both play rounds of the trainer's games from the same seed on one thread; the counted run's kernel also checks
-the moves left before each move, and each round's moves are charged to the budget.
+Both play rounds of the trainer's games from the same seed on one thread; the counted run, sealed and metered as
+the runner trains it, has its kernel check the moves left before each move, and each round's moves charged to the
+budget.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import time
 
 from agents.ntuple import NTupleAgent, tuple_set
 from experiments.suite import get_task
+from experiments.suite.budget import StepBudget
 from experiments.suite.trainers import ROUND, td
+from experiments.suite.training import TrainingRun, sealed_training
 from experiments.train.td import BOARD_SCHEDULES, DEFAULT_SCHEDULE, alpha_at, parse_schedule
 
 
@@ -32,8 +35,12 @@ def uncounted(rows: int, cols: int, moves: int, seed: int) -> float:
 
 
 def counted(task, moves: int, seed: int) -> float:
+    """Seconds of the suite TD trainer as the runner trains it: its budget installed as the step meter and the
+    tables sealed (:func:`experiments.suite.training.sealed_training`), every round's moves counted."""
+    budget = StepBudget(moves, "known-rules")
     start = time.perf_counter()
-    td(task, moves, seed)
+    with sealed_training(budget, "td"):
+        td(TrainingRun(task, budget, progress=False), moves, seed)
     return time.perf_counter() - start
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
+from env2048 import metering
+
 #: The tracks of the suite (docs/suite.md): what a learner may use, and what its budget counts.
 TRACKS = {
     "env-only": "the learner acts only through the suite's environments; the budget counts their steps",
@@ -26,7 +28,11 @@ class BudgetExceeded(RuntimeError):
 
 
 class StepBudget:
-    """``limit`` steps of one training run on one track; :meth:`charge` counts, and refuses to pass the limit."""
+    """``limit`` steps of one training run on one track; :meth:`charge` counts, and refuses to pass the limit.
+
+    It is also the step meter (:mod:`env2048.metering`) that the runner installs while the trainer trains: every
+    env2048 environment stepped then, and every self-play move, is charged here; an ``env-only`` budget refuses
+    simulated moves.  :attr:`training_seeds` keeps the seeds the training envs were reset with."""
 
     def __init__(self, limit: int, track: str):
         if track not in TRACKS:
@@ -34,16 +40,25 @@ class StepBudget:
         if not isinstance(limit, int | np.integer) or limit < 0:
             raise ValueError(f"a budget is a whole number of steps >= 0, got {limit!r}")
         self.limit, self.track, self.used = int(limit), track, 0
+        self.training_seeds: set[int] = set()
 
     @property
     def remaining(self) -> int:
         return self.limit - self.used
 
-    def charge(self, steps: int) -> None:
-        """Count ``steps`` more; :class:`BudgetExceeded` (nothing counted) if they would pass the limit."""
+    def charge(self, steps: int, kind: str = metering.ENV_STEP) -> None:
+        """Count ``steps`` more of ``kind`` (``"env"`` steps or ``"simulated"`` moves); :class:`BudgetExceeded`
+        (nothing counted) if they would pass the limit, a :class:`PermissionError` for simulated moves on the
+        ``env-only`` track."""
         steps = int(steps)
         if steps < 0:
             raise ValueError(f"cannot charge {steps} steps")
+        if kind == metering.SIMULATED and self.track != "known-rules":
+            raise PermissionError(
+                f"an {self.track} trainer cannot simulate the game (an n-tuple agent's train() plays its own games "
+                "by the rules): learn from the task's envs (run.make_env, run.make_vec_env), or declare "
+                "train.track = 'known-rules'"
+            )
         if self.used + steps > self.limit:
             what = "environment steps" if self.track == "env-only" else "simulated moves"
             raise BudgetExceeded(
@@ -51,6 +66,18 @@ class StepBudget:
                 f"{steps:,} more were asked for: stop training at budget.remaining == 0"
             )
         self.used += steps
+
+    def note_seeds(self, seeds) -> None:
+        """Keep the seeds a training env was reset with (see :mod:`experiments.suite.scoring`)."""
+        self.training_seeds.update(seeds)
+
+
+def charge_own(budget: StepBudget, steps: int, kind: str = metering.ENV_STEP) -> None:
+    """Charge ``budget`` for steps that the game's envs or kernels do not charge themselves: those they charge go
+    to the installed meter, so only a budget that is not the installed meter is charged here (a run made outside
+    the runner, as a test or a benchmark makes one)."""
+    if metering.active() is not budget:
+        budget.charge(steps, kind)
 
 
 class CountedEnv(gym.Wrapper):
@@ -61,7 +88,7 @@ class CountedEnv(gym.Wrapper):
         self.budget = budget
 
     def step(self, action):
-        self.budget.charge(1)
+        charge_own(self.budget, 1)
         return self.env.step(action)
 
     def action_masks(self) -> np.ndarray:
@@ -78,7 +105,7 @@ def counted_vec_env(venv, budget: StepBudget):
             return self.venv.reset()
 
         def step_async(self, actions):
-            budget.charge(self.num_envs)
+            charge_own(budget, self.num_envs)
             self.venv.step_async(actions)
 
         def step_wait(self):
@@ -122,7 +149,8 @@ class CountedSimulator:
         actions = np.asarray(actions, np.int64).reshape(-1)
         if actions.shape != (len(boards),) or (actions < 0).any() or (actions > 3).any():
             raise ValueError(f"one action in 0..3 per board, got {actions[:8]!r} for {len(boards)} boards")
-        self.budget.charge(len(boards))
+        metering.charge(len(boards), metering.SIMULATED)
+        charge_own(self.budget, len(boards), metering.SIMULATED)
         ids = B.pack(boards)
         after = ids.copy()
         rewards = np.zeros(len(ids), np.int64)
@@ -144,7 +172,8 @@ class CountedSimulator:
         return grid.reshape(-1, self.rows, self.cols), np.where(legal, rewards, 0), legal
 
     def train_ntuple(self, agent, games: int, **kwargs):
-        """``agent.train(games, max_moves=remaining)``, its moves charged; the :class:`agents.ntuple.TrainStats`."""
+        """``agent.train(games, max_moves=remaining)``, its moves charged (by the agent, to the installed meter);
+        the :class:`agents.ntuple.TrainStats`."""
         stats = agent.train(games, max_moves=self.budget.remaining, **kwargs)
-        self.budget.charge(stats.moves)
+        charge_own(self.budget, stats.moves, metering.SIMULATED)
         return stats

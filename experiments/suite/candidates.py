@@ -111,7 +111,7 @@ def score_agent(task: Task, oracle, agent: str, seed: int = 0) -> dict:
         facts = {"train_seconds": time.perf_counter() - start, "train_steps": int(policy.train_steps)}
     else:
         policy = make_policy(agent, rows, cols, seed=seed, oracle=oracle)
-    result = score_policy(task, oracle, policy, seed)
+    result = score_policy(task, oracle, policy)
     return facts | result
 
 

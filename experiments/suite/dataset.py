@@ -206,7 +206,7 @@ def random_reference(task: Task, oracle: Oracle, table: Path, digest: str, progr
         if kept.get("table_digest") == digest:
             return kept
     rows, cols = task.shape
-    result = score_policy(task, oracle, make_policy("random", rows, cols, 0, oracle), 0, progress)
+    result = score_policy(task, oracle, make_policy("random", rows, cols, 0, oracle), progress)
     result["table_digest"] = digest
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(result, indent=1) + "\n")

@@ -2,19 +2,21 @@
 K``): its policy's score at K checkpoints spread evenly over the budget, and the regret of every move it made while
 learning, priced by the oracle.
 
-A trainer that takes a ``monitor`` keyword gets a :class:`TrainingMonitor` and calls it as it trains::
+The :class:`TrainingMonitor` is the runner's: it holds the task's oracle and the scores, and the trainer never sees
+it.  A trainer that declares ``train.checkpoints = True`` hands its policy and its moves to its run
+(:class:`experiments.suite.training.TrainingRun`) as it trains::
 
-    def train(task, budget_steps, seed, monitor=None):
+    def train(run, budget_steps, seed):
         ...
         for each batch of moves played while learning:
-            if monitor is not None:
-                monitor.price(boards, actions)          # the boards before the moves, and the moves
-                if monitor.due(steps_so_far):
-                    monitor.record(steps_so_far, policy)  # scored as the suite scores any policy
+            run.record_moves(boards, actions)   # the boards before the moves, and the moves
+            if run.checkpoint_due():
+                run.checkpoint(policy)          # scored as the suite scores any policy; nothing comes back
+    train.checkpoints = True
 
-The run file then holds ``curve`` (one point per checkpoint, the last one the run's own final score) and
-``training_regret``: the sum over the moves priced of max Q* − Q*(move), in the task's units (score points, or
-probability of success).
+The run file then holds ``curve`` (one point per checkpoint at the steps counted when it was handed, the last one
+the run's own final score) and ``training_regret``: the sum over the moves priced of max Q* − Q*(move), in the
+task's units (score points, or probability of success).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from agents.registry import make_policy
+from env2048 import metering
 from oracle import Oracle
 
 from .scoring import score_policy
@@ -47,12 +50,21 @@ class TrainingMonitor:
         """Whether a checkpoint is due at ``steps`` environment steps (the next one not yet recorded)."""
         return len(self.curve) < len(self.steps) and steps >= self.steps[len(self.curve)]
 
-    def record(self, steps: int, policy) -> None:
-        """Score ``policy`` now (``steps`` taken so far) for every checkpoint due; one evaluation serves them all."""
+    def record(self, steps: int, policy, avoid_seeds=()) -> None:
+        """Score ``policy`` now (``steps`` taken so far) for every checkpoint due; one evaluation serves them all
+        (a Monte-Carlo one from a secret start none of whose games has a seed of ``avoid_seeds``)."""
+        from .training import check_learned
+
+        check_learned(policy)
         rows, cols = self.task.shape
-        result = score_policy(
-            self.task, self.oracle, make_policy(policy, rows, cols, self.seed, self.oracle), self.seed, self.progress
-        )
+        with metering.paused():  # a Monte-Carlo score plays the runner's games, not the learner's
+            result = score_policy(
+                self.task,
+                self.oracle,
+                make_policy(policy, rows, cols, self.seed),
+                self.progress,
+                avoid_seeds=avoid_seeds,
+            )
         while self.due(steps):
             self.curve.append(_point(self.fractions[len(self.curve)], int(steps), result))
 
@@ -74,7 +86,14 @@ class TrainingMonitor:
         self.moves_unpriced += int((~legal).sum())
 
     def result(self, final: dict, train_steps: int | None) -> dict:
-        """What the run file keeps: the curve, ending with the run's final score ``final``, and the regret."""
+        """What the run file keeps: the curve, ending with the run's final score ``final``, and the regret; a
+        ``ValueError`` if the trainer handed fewer checkpoints than were due."""
+        if len(self.curve) < len(self.steps):
+            raise ValueError(
+                f"--curve {len(self.steps)}: the trainer handed checkpoints for {len(self.curve)} of the "
+                f"{len(self.steps)} points due before the end (at steps {self.steps}); it calls "
+                "run.checkpoint(policy) whenever run.checkpoint_due() as it trains"
+            )
         return {
             "curve": [*self.curve, _point(1.0, train_steps, final)],
             "training_regret": self.regret,
@@ -85,4 +104,5 @@ class TrainingMonitor:
 
 def _point(fraction: float, steps: int | None, scored: dict) -> dict:
     """One point of a curve: where in the budget, after how many steps, and the score there."""
-    return {"fraction": fraction, "steps": steps, **{k: scored[k] for k in ("value", "normalized", "method")}}
+    kept = ("value", "normalized", "method", "evaluation_seed")
+    return {"fraction": fraction, "steps": steps, **{k: scored[k] for k in kept if k in scored}}

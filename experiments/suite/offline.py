@@ -74,7 +74,7 @@ def clone(
             start = time.perf_counter()
             losses = fit_policy_net(agent, data, epochs=epochs, seed=seed)
             seconds = time.perf_counter() - start
-            score = score_policy(task, oracle, agent, seed, progress)
+            score = score_policy(task, oracle, agent, progress)
             out.append(
                 {
                     "dataset": ident,

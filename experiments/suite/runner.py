@@ -30,7 +30,14 @@ from .policies import load_trainer
 from .provenance import provenance
 from .scoring import score_policy
 from .tasks import SUITE_VERSION, Task, checked_table, tasks_named
-from .training import TrainingRun, check_learned, track_of
+from .training import (
+    TrainingRun,
+    check_learned,
+    declares_checkpoints,
+    sealed_scoring,
+    sealed_training,
+    track_of,
+)
 
 #: Keys of suite.json and of the run files that vary from run to run of the same command (timings, dates).
 TIMING_KEYS = ("seconds", "train_seconds", "created", "provenance")
@@ -130,7 +137,7 @@ def run_suite(
     ``trainer`` (``"module:function"`` or a callable ``train(run, budget_steps, seed) -> policy``, its track
     declared by its ``track`` attribute, see :mod:`experiments.suite.training`) learns, on
     ``tasks`` (comma-separated names; default all) for seeds 0 .. ``seeds`` - 1.  With ``curve`` K >= 2 (trainers
-    that take ``monitor``, see :mod:`experiments.suite.monitor`) each run also records its learning curve (K
+    that hand checkpoints, see :mod:`experiments.suite.monitor`) each run also records its learning curve (K
     points, the last its final score) and its training regret.  ``only_seeds`` (a subset of the seeds) runs just
     those, so that several processes can share one run's cells; ``suite.json`` is written, and returned, once
     every (task, seed) is there (None before).  A cell another process finished meanwhile is not run again.
@@ -146,10 +153,10 @@ def run_suite(
     if not isinstance(seeds, int) or seeds < 1:
         raise ValueError(f"--seeds must be a whole number >= 1, got {seeds!r}")
     train = load_trainer(trainer) if isinstance(trainer, str) else trainer
-    if curve and (train is None or "monitor" not in inspect.signature(train).parameters):
+    if curve and (train is None or not declares_checkpoints(train)):
         raise ValueError(
-            f"--curve needs a trainer that takes monitor= (experiments.suite.monitor); "
-            f"{_label(trainer or agent)!r} does not"
+            f"--curve needs a trainer that hands checkpoints to run.checkpoint and declares train.checkpoints = "
+            f"True (experiments.suite.monitor); {_label(trainer or agent)!r} does not"
         )
     if train is not None and track is not None:
         raise ValueError("a trainer declares its own track (its track attribute); --track is for an agent")
@@ -203,25 +210,39 @@ def run_suite(
 
 def train_on_task(train, task: Task, seed: int, monitor=None, progress: bool = True, **options) -> tuple[object, dict]:
     """``(policy, facts)``: what ``train(run, task.budget_steps, seed)`` learns on a :class:`TrainingRun` of the
-    task with a counted budget on the trainer's track (given ``monitor=`` when there is one), and ``track``,
-    ``budget_steps``, ``counted_steps`` (what the run's envs and simulator counted), ``train_seconds`` (a
-    monitor's scoring included) and, when the policy says, ``train_steps`` (the trainer's own word).  A step past
-    the budget raises :class:`experiments.suite.budget.BudgetExceeded`.  ``options`` go to ``train`` as keywords
-    (a tuning trial's ``hyperparams``); ``progress``: whether the trainer may show a progress bar."""
+    task with a counted budget on the trainer's track, sealed (:func:`experiments.suite.training.sealed_training`:
+    no table can be opened, and every env2048 game stepped is counted), with ``monitor`` (the runner's
+    :class:`~experiments.suite.monitor.TrainingMonitor`) taking the checkpoints the trainer hands; and
+    ``track``, ``budget_steps``, ``counted_steps`` (every env step and simulated move counted), ``policy_type``
+    (what the trainer returned), ``train_seconds`` (checkpoints' scoring included), ``training_seeds`` (how many
+    seeds the training envs were reset with) and, when the policy says, ``train_steps`` (the trainer's own word).
+    A step past the budget
+    raises :class:`experiments.suite.budget.BudgetExceeded`; a returned spec or reference agent
+    :class:`~experiments.suite.training.NotLearned`.  ``options`` go to ``train`` as keywords (a tuning trial's
+    ``hyperparams``); ``progress``: whether the trainer may show a progress bar."""
+    policy, facts, _ = _train(train, task, seed, monitor, progress, **options)
+    return policy, facts
+
+
+def _train(train, task: Task, seed: int, monitor, progress: bool, **options) -> tuple[object, dict, StepBudget]:
+    """:func:`train_on_task`, and the run's budget (with the seeds its training envs were reset with)."""
     start = time.perf_counter()
-    extra = dict(options) if monitor is None else {"monitor": monitor, **options}
-    run = TrainingRun(task, StepBudget(task.budget_steps, track_of(train)), progress)
-    policy = train(run, task.budget_steps, seed, **extra)
+    budget = StepBudget(task.budget_steps, track_of(train))
+    run = TrainingRun(task, budget, progress, monitor)
+    with sealed_training(budget, _label(train)):
+        policy = train(run, task.budget_steps, seed, **options)
     check_learned(policy)
     facts = {
         "track": run.track,
         "budget_steps": task.budget_steps,
-        "counted_steps": run.budget.used,
+        "counted_steps": budget.used,
+        "policy_type": f"{type(policy).__module__}.{type(policy).__qualname__}",
         "train_seconds": time.perf_counter() - start,
+        "training_seeds": len(budget.training_seeds),
     }
     if getattr(policy, "train_steps", None) is not None:  # what the trainer says it used
         facts["train_steps"] = int(policy.train_steps)
-    return policy, facts
+    return policy, facts, budget
 
 
 def _cell(out: Path, task: Task, seed: int) -> Path:
@@ -235,13 +256,15 @@ def compute_cell(
     :func:`train_on_task` does) then scored, on ``oracle`` (the task's table): the dict of its run file."""
     rows, cols = task.shape
     cell = {"task": task.name, "seed": seed, "env_id": task.env_id, "suite_version": SUITE_VERSION}
-    policy, monitor = agent, None
-    if train is not None:
-        monitor = TrainingMonitor(task, oracle, curve, seed, progress) if curve else None
-        policy, facts = train_on_task(train, task, seed, monitor, progress, **options)
-        cell.update(facts)
-    player = make_policy(policy, rows, cols, seed, oracle)
-    cell.update(score_policy(task, oracle, player, seed, progress))
+    if train is None:
+        cell.update(score_policy(task, oracle, make_policy(agent, rows, cols, seed, oracle), progress))
+        return cell
+    monitor = TrainingMonitor(task, oracle, curve, seed, progress) if curve else None
+    policy, facts, budget = _train(train, task, seed, monitor, progress, **options)
+    cell.update(facts)
+    with sealed_scoring(_label(train)):
+        player = make_policy(policy, rows, cols, seed)
+        cell.update(score_policy(task, oracle, player, progress, avoid_seeds=budget.training_seeds))
     if monitor is not None:
         cell.update(monitor.result(cell, cell.get("train_steps")))
     return cell

@@ -1,9 +1,15 @@
 """A policy's score on a suite task: exact V^pi by the oracle where the task says so, otherwise a Monte-Carlo
-estimate with its 95% CI (Wilson's interval for a success rate); normalized by the exact optimum V*."""
+estimate with its 95% CI (Wilson's interval for a success rate); normalized by the exact optimum V*.
+
+A Monte-Carlo score's games start from a secret drawn when the scoring begins, after the training: game i is
+played from ``reset(seed=S + i)`` with S drawn from [2^62, 2^63) so that no game's seed is one that the training
+envs were reset with.  S is recorded in the result (``evaluation_seed``), and ``score_policy(...,
+evaluation_seed=S)`` plays the same games again."""
 
 from __future__ import annotations
 
 import math
+import secrets
 import time
 
 import numpy as np
@@ -35,20 +41,44 @@ def evaluates_exactly(task: Task, agent) -> bool:
     return exactly(agent, rows * cols, table_allows=task.exact)
 
 
-def score_policy(task: Task, oracle: Oracle, agent, seed: int, progress: bool = False) -> dict:
+#: Where Monte-Carlo evaluation seeds are drawn: [EVALUATION_SEEDS, 2 * EVALUATION_SEEDS).
+EVALUATION_SEEDS = 1 << 62
+
+
+def draw_evaluation_seed(episodes: int, avoid=()) -> int:
+    """A secret first seed S for ``episodes`` evaluation games (seeds S .. S + episodes - 1), drawn from the
+    operating system's randomness in [2^62, 2^63 - episodes), none of the games' seeds in ``avoid`` (the training
+    envs' seeds)."""
+    avoid = sorted(int(a) for a in avoid)
+    while True:
+        first = EVALUATION_SEEDS + secrets.randbelow(EVALUATION_SEEDS - episodes)
+        if not any(first <= a < first + episodes for a in avoid):
+            return first
+
+
+def score_policy(
+    task: Task,
+    oracle: Oracle,
+    agent,
+    progress: bool = False,
+    evaluation_seed: int | None = None,
+    avoid_seeds=(),
+) -> dict:
     """Score ``agent`` (anything ``oracle.agent`` accepts) on ``task``: a dict with ``value`` (V^pi: expected
     score, or probability of success), ``normalized`` (V^pi / V*), ``method`` (``"exact"`` or
     ``"monte-carlo"``, see :func:`evaluates_exactly`), for Monte Carlo ``episodes``, ``ci_low`` and ``ci_high``
-    (95%, raw and normalized), and ``seconds``.  Monte-Carlo episode i is played from seed
-    ``seed * 1_000_003 + i``."""
+    (95%, raw and normalized), ``evaluation_seed`` and ``seconds``.  Monte-Carlo episode i is played from seed
+    ``evaluation_seed + i``, drawn by :func:`draw_evaluation_seed` (avoiding ``avoid_seeds``, the seeds of the
+    training envs) unless given."""
     optimum = oracle.start_value
     start = time.perf_counter()
     if evaluates_exactly(task, agent):
         ev = oracle.evaluate(agent, progress=progress)
         out = {"method": "exact", "value": float(ev.value), "states": int(ev.states)}
     else:
-        report = oracle.regret(agent, episodes=task.mc_episodes, seed=seed * 1_000_003, progress=progress)
         n = task.mc_episodes
+        first = draw_evaluation_seed(n, avoid_seeds) if evaluation_seed is None else int(evaluation_seed)
+        report = oracle.regret(agent, episodes=n, seed=first, progress=progress)
         if task.kind == "success":
             low, high = wilson_interval(round(report.mean_score * n), n)
         else:
@@ -60,6 +90,7 @@ def score_policy(task: Task, oracle: Oracle, agent, seed: int, progress: bool = 
             "ci_low": float(low),
             "ci_high": float(high),
             "mean_regret": float(report.mean_regret),
+            "evaluation_seed": first,
         }
     out["optimal_value"] = float(optimum)
     out["normalized"] = out["value"] / optimum

@@ -47,45 +47,45 @@ def as_run(task, budget_steps: int, track: str) -> TrainingRun:
     return task if isinstance(task, TrainingRun) else TrainingRun(task, StepBudget(budget_steps, track))
 
 
-def td(task, budget_steps: int, seed: int, monitor=None, hyperparams=None) -> NTupleAgent:
+def td(task, budget_steps: int, seed: int, hyperparams=None) -> NTupleAgent:
     """An n-tuple network trained by TD(0) for ``budget_steps`` moves on the task's game, simulated through the
     run's counted simulator, with the task's file ``hyperparams/td/TASK.toml`` (the learning rate's schedule
-    over the budget, the weights' start value) or ``hyperparams`` in its place; with a ``monitor``
-    (:class:`experiments.suite.monitor.TrainingMonitor`), every training move is priced and the checkpoints due
-    after each round are scored (neither changes the training)."""
+    over the budget, the weights' start value) or ``hyperparams`` in its place.  With ``run --curve``, every
+    training move goes to ``run.record_moves`` and the network to ``run.checkpoint`` when one is due, before
+    each round (neither changes the training)."""
     run = as_run(task, budget_steps, "known-rules")
     simulator = run.simulator()
-    hp = with_overrides(load_hyperparams("td", task.name, TD_KEYS), hyperparams)
-    rows, cols = task.shape
+    hp = with_overrides(load_hyperparams("td", run.name, TD_KEYS), hyperparams)
+    rows, cols = run.shape
     tuples = tuple_set("default", rows, cols)
     schedule = parse_schedule(hp["schedule"])
-    if task.kind == "score":
+    if run.kind == "score":
         agent = NTupleAgent(rows, cols, tuples=tuples, alpha=schedule[0][1], init=hp["init"], seed=seed)
     else:
-        agent = GoalNTupleAgent(task.spec(), tuples=tuples, alpha=schedule[0][1], init=hp["init"], seed=seed)
+        agent = GoalNTupleAgent(run.spec(), tuples=tuples, alpha=schedule[0][1], init=hp["init"], seed=seed)
     moves = 0
     while simulator.remaining > 0:
-        if monitor is not None and monitor.due(moves):
-            monitor.record(moves, agent)
+        run.checkpoint(agent)
         agent.alpha = alpha_at(schedule, moves / budget_steps)
-        stats = simulator.train_ntuple(agent, ROUND, threads=1, trace=monitor is not None)
-        if monitor is not None:
-            monitor.price(stats.boards, stats.actions)
+        stats = simulator.train_ntuple(agent, ROUND, threads=1, trace=run.records_curve)
+        run.record_moves(stats.boards, stats.actions)
         moves += stats.moves
     agent.train_steps = moves
     return agent
 
 
 td.track = "known-rules"
+td.checkpoints = True
 
 
-def td_expectimax(task, budget_steps: int, seed: int, monitor=None, hyperparams=None, depth: int = 2):
+def td_expectimax(task, budget_steps: int, seed: int, hyperparams=None, depth: int = 2):
     """:func:`td`'s network, played by expectimax search of ``depth`` moves on its learned values (search at
-    evaluation only: the training is :func:`td`'s, move for move).  On a task of success the search plays the
-    network's game of success (:class:`agents.expectimax.ExpectimaxAgent` on a GoalNTupleAgent)."""
+    evaluation only: the training is :func:`td`'s, move for move, its checkpoints the network's own).  On a task
+    of success the search plays the network's game of success (:class:`agents.expectimax.ExpectimaxAgent` on a
+    GoalNTupleAgent)."""
     from agents.expectimax import ExpectimaxAgent
 
-    network = td(task, budget_steps, seed, monitor=monitor, hyperparams=hyperparams)
+    network = td(task, budget_steps, seed, hyperparams=hyperparams)
     rows, cols = task.shape
     player = ExpectimaxAgent(rows, cols, depth=depth, evaluator=network, p4=task.spec().p4)
     player.train_steps = network.train_steps
@@ -93,6 +93,7 @@ def td_expectimax(task, budget_steps: int, seed: int, monitor=None, hyperparams=
 
 
 td_expectimax.track = "known-rules"
+td_expectimax.checkpoints = True
 td_expectimax.hyperparameter_family = "td"
 
 
@@ -219,51 +220,52 @@ def _training_vec_env(run: TrainingRun, hp: dict, seed: int, shaping: str):
     return vec
 
 
-def maskable_ppo(task, budget_steps: int, seed: int, monitor=None, shaping: str = "none", hyperparams=None):
+def maskable_ppo(task, budget_steps: int, seed: int, shaping: str = "none", hyperparams=None):
     """A MaskablePPO model trained for ``budget_steps`` environment steps on the task's game, with the task's
     hyperparameter file, on the run's counted envs: the whole rollouts of ``n_envs * n_steps`` steps that fit in
-    the budget (``train_steps``).  With a ``monitor``, each rollout's moves are priced and the
-    checkpoints due are scored as the steps pass them (the policy acts deterministically there, so the training's
-    random streams are untouched).  ``shaping="merge"``: the rewards shaped by the merge score's potential
-    (:mod:`experiments.suite.shaping`, with the file's gamma), as ``maskable_ppo_shaped`` declares.
-    ``hyperparams``: values that replace the file's (a tuning trial's), each a key of the file."""
+    the budget (``train_steps``).  With ``run --curve``, each rollout's moves go to ``run.record_moves`` and the
+    model to ``run.checkpoint`` as the steps pass the checkpoints (the runner scores the policy acting
+    deterministically, so the training's random streams are untouched).  ``shaping="merge"``: the rewards shaped
+    by the merge score's potential (:mod:`experiments.suite.shaping`, with the file's gamma), as
+    ``maskable_ppo_shaped`` declares.  ``hyperparams``: values that replace the file's (a tuning trial's), each a
+    key of the file."""
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.callbacks import BaseCallback
 
     run = as_run(task, budget_steps, "env-only")
-    hp = with_overrides(load_hyperparams("maskable_ppo", task.name, PPO_KEYS), hyperparams)
-    steps = _whole_units(task, budget_steps, hp["n_envs"] * hp["n_steps"], "rollout")
+    hp = with_overrides(load_hyperparams("maskable_ppo", run.name, PPO_KEYS), hyperparams)
+    steps = _whole_units(run, budget_steps, hp["n_envs"] * hp["n_steps"], "rollout")
     model = _sb3_model(MaskablePPO, hp, _training_vec_env(run, hp, seed, shaping), seed, PPO_KEYS)
 
     class Bar(BaseCallback):
         def _on_training_start(self) -> None:
-            if monitor is not None and monitor.due(0):
-                monitor.record(0, self.model)
+            run.checkpoint(self.model)
 
         def _on_step(self) -> bool:
             self.bar.update(self.training_env.num_envs)
-            if monitor is not None and monitor.due(self.num_timesteps):
-                monitor.record(self.num_timesteps, self.model)
+            run.checkpoint(self.model)
             return True
 
         def _on_rollout_end(self) -> None:
-            if monitor is not None:
+            if run.records_curve:
                 buffer = self.model.rollout_buffer  # one-hot observations (steps, envs, planes, rows, cols)
                 planes = buffer.observations.reshape(-1, *buffer.observations.shape[2:])
-                monitor.price(planes.argmax(axis=1).astype(np.uint8), buffer.actions.reshape(-1))
+                run.record_moves(planes.argmax(axis=1).astype(np.uint8), buffer.actions.reshape(-1))
 
-    return _learn(model, steps, f"MaskablePPO {task.name} seed {seed}", Bar, run.progress)
+    return _learn(model, steps, f"MaskablePPO {run.name} seed {seed}", Bar, run.progress)
 
 
 maskable_ppo.track = "env-only"
+maskable_ppo.checkpoints = True
 
 
-def maskable_ppo_shaped(task, budget_steps: int, seed: int, monitor=None, hyperparams=None):
+def maskable_ppo_shaped(task, budget_steps: int, seed: int, hyperparams=None):
     """:func:`maskable_ppo` with ``shaping="merge"``."""
-    return maskable_ppo(task, budget_steps, seed, monitor, shaping="merge", hyperparams=hyperparams)
+    return maskable_ppo(task, budget_steps, seed, shaping="merge", hyperparams=hyperparams)
 
 
 maskable_ppo_shaped.track = "env-only"
+maskable_ppo_shaped.checkpoints = True
 
 
 #: The keys a DQN or QR-DQN file must set.
