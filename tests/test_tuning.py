@@ -7,6 +7,7 @@ import json
 import shutil
 
 import pytest
+from stand_ins import learner_runs
 
 from experiments.suite.tuning import SEARCH_SPACES, TUNING_SEED, load_search_space, trial_score, tune
 
@@ -150,10 +151,11 @@ def test_the_registry_keeps_a_learner_s_tunings_and_states_their_cost(tmp_path):
         "tasks": names,
         "trainer": TRAINER,
         "track": "env-only",
-        "normalized": [[0.5] * len(names)],
+        "seeds": 5,
+        "normalized": [[0.5] * len(names)] * 5,
         "method": dict.fromkeys(names, "exact"),
         "family": {t.name: t.kind for t in SUITE_V2},
-        "runs": {n: [{"seconds": 1.0, "train_seconds": 2.0}] for n in names},
+        "runs": learner_runs(names, seconds=1.0, train_seconds=2.0),
         "provenance": {"commit": "0123456789abcdef"},
     }
     (results / "suite.json").write_text(json.dumps({**suite, "trainer": "experiments.suite.trainers:maskable_ppo"}))
@@ -163,7 +165,8 @@ def test_the_registry_keeps_a_learner_s_tunings_and_states_their_cost(tmp_path):
     with pytest.raises(ValueError, match="the runs of task 2x3 did not train with .*: run them with --hyperparams"):
         registry.add(results, "dqn", registry=tmp_path / "reg", tuning=[out])
     for task in score_games:
-        suite["runs"][task][0]["hyperparams"] = file_digest(out / f"{task}.toml")
+        for run in suite["runs"][task]:
+            run["hyperparams"] = file_digest(out / f"{task}.toml")
     (results / "suite.json").write_text(json.dumps(suite))
     with pytest.raises(ValueError, match="two tunings chose files for task"):
         registry.add(results, "dqn", registry=tmp_path / "reg", tuning=[out, out])
@@ -180,7 +183,7 @@ def test_the_registry_keeps_a_learner_s_tunings_and_states_their_cost(tmp_path):
     files = ["2x3.toml", "2x4.toml", "3x3.toml", "baseline.json", "search-space.toml", "trials.jsonl", "tune.json"]
     assert sorted(p.name for p in kept.iterdir()) == files
     table = registry.tables(registry.load(tmp_path / "reg"), reps=20)
-    assert "| dqn | env-only | 1 | 16 s | 8 s | 0.002 M steps, " in table  # 8 tasks x 2 s, 8 tasks x 1 s
+    assert "| dqn | env-only | 5 | 80 s | 40 s | 0.002 M steps, " in table  # 40 runs x 2 s, 40 runs x 1 s
     # the shaped learner trains with the unshaped one's tuned files, so the registry takes that tuning for it
     (results / "suite.json").write_text(json.dumps({**suite, "trainer": "experiments.suite.trainers:dqn_shaped"}))
     shaped = json.loads(registry.add(results, "dqn-shaped", registry=tmp_path / "reg", tuning=[out]).read_text())
@@ -194,5 +197,5 @@ def test_the_registry_keeps_a_learner_s_tunings_and_states_their_cost(tmp_path):
     )
     # the registry's compute in all: both entries' runs, their one shared tuning once
     hours = f"{summary['seconds'] / 3600:.1f}"
-    expected = f"In all, {2 * 16 / 3600:.1f} h of training, {2 * 8 / 3600:.1f} h of scoring and {hours} h of tuning"
+    expected = f"In all, {2 * 80 / 3600:.1f} h of training, {2 * 40 / 3600:.1f} h of scoring and {hours} h of tuning"
     assert registry.cost_line(registry.load(tmp_path / "reg")).startswith(expected)

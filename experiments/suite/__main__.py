@@ -68,8 +68,25 @@ def cmd_compare(args) -> int:
 
 
 def cmd_registry(args) -> int:
+    from pathlib import Path
+
     from . import registry
 
+    if args.check:
+        where = Path(args.dir) if args.dir else registry.REGISTRY
+        failing = registry.audit_registry(where)
+        for name, problems in failing.items():
+            for problem in problems:
+                print(f"{where / name}.json: {problem}")
+        if failing:
+            print(f"{len(failing)} of the entries of {where} fail the registry's audit")
+            return 1
+        if args.dir:
+            print(f"every entry of {where} passes the registry's audit")
+            return 0
+    if args.dir:
+        print("error: --dir is for --check (a copy of a registry to audit)", file=sys.stderr)
+        return 2
     if args.add:
         if not args.name:
             print("error: --add needs --name", file=sys.stderr)
@@ -230,7 +247,12 @@ def main(argv=None) -> int:
     p.add_argument("--add", metavar="DIR", help="first copy this results directory's suite.json into the registry")
     p.add_argument("--name", help="its name in the registry (with --add)")
     p.add_argument("--tuning", help="with --add: comma-separated tuning directories (tune --out) that chose its files")
-    p.add_argument("--check", action="store_true", help="only check that the generated blocks are up to date")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="only audit the entries and check that the generated blocks are up to date",
+    )
+    p.add_argument("--dir", default=None, help="with --check: audit this registry directory instead (no blocks)")
     p.set_defaults(func=cmd_registry)
     p = sub.add_parser("tune", help="tune a trainer's hyperparameters on a task with Optuna (the suite's protocol)")
     p.add_argument("--trainer", required=True, help="package.module:function with a search space (maskable_ppo, dqn)")

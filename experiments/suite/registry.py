@@ -8,6 +8,10 @@ where a file has one), with the aggregate plots of the newest version that has a
     python -m experiments.suite registry --add runs/greedy --name greedy   # a results directory into the registry
     python -m experiments.suite registry                                   # regenerate the tables and plots
     python -m experiments.suite registry --check                           # fail if they are out of date
+    python -m experiments.suite registry --check --dir COPY                # audit a copy of a registry
+
+Every entry passes the audit of :mod:`experiments.suite.audit` (``--add`` refuses one that does not; ``--check``
+fails on it).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from .aggregate import (
     plot_profiles,
     track_of_result,
 )
+from .audit import audit
 from .tasks import SUITE_VERSION, SUITES, suite_tasks
 from .tuning import BASELINE, LOG, read_log
 
@@ -134,6 +139,9 @@ def add(results_dir, name: str, registry: Path | None = None, tuning=()) -> Path
             f"{source}: a reference run covers every task of suite v{SUITE_VERSION}, or every task of one family "
             f"({families}), in the suite's order; got v{data.get('suite_version')} {data.get('tasks')}"
         )
+    problems = audit(data, SUITE_VERSION)
+    if problems:
+        raise ValueError(f"{source} fails the registry's audit:\n" + "\n".join(f"- {p}" for p in problems))
     registry = registry_dir() if registry is None else registry
     summaries = {}
     for tuning_dir in tuning:
@@ -162,6 +170,21 @@ def add(results_dir, name: str, registry: Path | None = None, tuning=()) -> Path
     target = registry / f"{name}.json"
     target.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     return target
+
+
+def audit_registry(registry: Path = REGISTRY, version: int | None = None) -> dict[str, list[str]]:
+    """``{entry: problems}`` of every entry of a registry directory that fails the audit
+    (:func:`experiments.suite.audit.audit`) as a result of suite ``version`` (default: the directory's
+    ``suite-vN`` name, else the current version); empty when all pass."""
+    registry = Path(registry)
+    if version is None:
+        name = registry.resolve().name
+        version = int(name[len("suite-v") :]) if name.startswith("suite-v") and name[7:].isdigit() else SUITE_VERSION
+    entries = {p.stem: json.loads(p.read_text()) for p in sorted(registry.glob("*.json"))}
+    if not entries:
+        raise FileNotFoundError(f"no reference results in {registry}")
+    found = {name: audit(data, version) for name, data in entries.items()}
+    return {name: problems for name, problems in found.items() if problems}
 
 
 def load(registry: Path = REGISTRY) -> dict[str, dict]:
