@@ -1,5 +1,5 @@
-"""Stand-ins the suite's tests hand to the runner as a trainer's result, and a trainer the command line can load
-(``--trainer stand_ins:returns_optimal``: this directory is on ``sys.path`` in the tests)."""
+"""Stand-ins the suite's tests hand to the runner as a trainer's result (the trainers that try to game the suite
+are in red_team.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,22 @@ class FirstLegalMove:
         return np.argmax(np.asarray(masks), axis=1)
 
 
-def returns_optimal(run, budget_steps, seed):
-    """A trainer that learns nothing and names the optimal agent."""
-    return "optimal"
+def learner_runs(tasks, seeds: int = 5, **fields) -> dict[str, list[dict]]:
+    """A learner's run results on ``tasks`` as far as the registry's audit reads them (seeds 0 .. ``seeds`` - 1 on
+    the env-only track, each counting its task's whole budget), with ``fields`` added to each."""
+    from experiments.suite import get_task
+
+    return {
+        task: [
+            {
+                "seed": seed,
+                "track": "env-only",
+                "suite_version": 2,
+                "budget_steps": get_task(task).budget_steps,
+                "counted_steps": get_task(task).budget_steps,
+                **fields,
+            }
+            for seed in range(seeds)
+        ]
+        for task in tasks
+    }

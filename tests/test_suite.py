@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from stand_ins import FirstLegalMove
+from stand_ins import FirstLegalMove, learner_runs
 
 import env2048  # noqa: F401
 from experiments.suite import SUITE_V1, SUITE_V2, SUITE_VERSION, TaskError, get_task
@@ -120,10 +120,11 @@ def test_a_trainer_that_returns_a_spec_or_a_reference_agent_is_refused(tmp_path)
 
         return train
 
+    opened = Oracle.open(ensure_table(get_task("2x3"), progress=False))  # before the training: its tables are sealed
     cases = [
         "optimal",
         "expectimax:2",
-        lambda run: OptimalAgent(Oracle.open(ensure_table(get_task("2x3"), progress=False))),
+        lambda run: OptimalAgent(opened),
         lambda run: GreedyAgent(),
         lambda run: RandomAgent(),
         lambda run: ExpectimaxAgent(2, 3, depth=2),
@@ -133,16 +134,12 @@ def test_a_trainer_that_returns_a_spec_or_a_reference_agent_is_refused(tmp_path)
         with pytest.raises(SuiteRunError, match=refused):
             run_suite(tmp_path / f"r{i}", 1, trainer=returning(case), tasks="2x3", progress=False)
         assert not (tmp_path / f"r{i}" / "runs" / "2x3" / "seed-0.json").exists()
+    opened.close()
     learned = ExpectimaxAgent(2, 3, depth=1, evaluator=NTupleAgent(2, 3, seed=0))
     kept = run_suite(tmp_path / "learned", 1, trainer=returning(learned), tasks="2x3", progress=False)
     assert 0 < kept["normalized"][0][0] < 1
     optimal = run_suite(tmp_path / "agent", 1, agent="optimal", tasks="2x3", progress=False)
     assert optimal["normalized"][0][0] == pytest.approx(1.0, abs=1e-6)
-
-
-def test_the_command_line_refuses_a_trainer_that_returns_optimal(tmp_path, capsys):
-    code = suite_main(["run", "--trainer", "stand_ins:returns_optimal", "--tasks", "2x3", "--out", str(tmp_path)])
-    assert code != 0 and "the trainer returned the spec string 'optimal'" in capsys.readouterr().err
 
 
 @settings(max_examples=200)
@@ -309,16 +306,18 @@ def test_the_readme_and_the_suite_page_are_generated_from_the_registry(tmp_path)
 
 
 def _registry_entry(tasks, scores, trainer="experiments.suite.trainers:dqn_shaped"):
-    """A suite.json of two runs scoring ``scores[j]`` and ``scores[j] / 2`` on ``tasks[j]``."""
+    """A suite.json of five runs scoring ``scores[j]`` times 1, 0.5, 1, 0.5 and 0.75 on ``tasks[j]`` (a mean of
+    0.75 ``scores[j]``)."""
     return {
         "suite_version": 2,
         "tasks": tasks,
         "trainer": trainer,
         "track": "env-only",
-        "normalized": [scores, [x / 2 for x in scores]],
+        "seeds": 5,
+        "normalized": [[x * f for x in scores] for f in (1, 0.5, 1, 0.5, 0.75)],
         "method": dict.fromkeys(tasks, "exact"),
         "family": {t: get_task(t).kind for t in tasks},
-        "runs": {t: [{"seconds": 1.0}, {"seconds": 1.0}] for t in tasks},
+        "runs": learner_runs(tasks, seconds=1.0),
         "provenance": {"commit": "0123456789abcdef"},
     }
 
@@ -351,9 +350,9 @@ def test_a_registry_entry_of_one_family_is_aggregated_in_that_family_only(tmp_pa
     # each agent's aggregates, CIs included, are its own: the same beside other entries as alone
     assert aggregates["success"]["variant"] == alone
     table = registry.tables(entries, reps=20, full=True, aggregates=aggregates)
-    row = next(line for line in table.splitlines() if line.startswith("| variant | env-only | 2 |"))
-    means = [f"{x * 0.75:.4f}" for x in [0.9, 0.8, 0.7, 0.6, 0.5]]  # the mean of x and x / 2
-    assert row.split(" | ")[3:6] == ["—", "10 s", "—"]  # no training time recorded, 10 runs x 1 s of scoring
+    row = next(line for line in table.splitlines() if line.startswith("| variant | env-only | 5 |"))
+    means = [f"{x * 0.75:.4f}" for x in [0.9, 0.8, 0.7, 0.6, 0.5]]
+    assert row.split(" | ")[3:6] == ["—", "25 s", "—"]  # no training time recorded, 25 runs x 1 s of scoring
     assert row.split(" | ")[6:] == ["—", "—", "—", *means[:-1], means[-1] + " |"]
     headline = registry.tables(entries, reps=20, full=False, aggregates=aggregates)
     ranking_lines = [line for line in headline.splitlines() if line.startswith("- ")]
@@ -477,27 +476,31 @@ def test_a_run_with_curves_records_checkpoints_and_prices_every_training_move(tm
     assert cell["training_moves_priced"] == cell["train_steps"] and cell["training_regret"] > 0
     with pytest.raises(SuiteRunError, match="--curve 2, not 0"):
         run_suite(tmp_path / "td", 1, trainer="experiments.suite.trainers:td", tasks="2x4", progress=False)
-    with pytest.raises(ValueError, match="takes monitor="):
+    with pytest.raises(ValueError, match="hands checkpoints to run.checkpoint"):
         run_suite(tmp_path / "x", 1, agent="greedy", tasks="2x4", progress=False, curve=2)
 
 
-def test_the_ppo_trainer_feeds_the_monitor():
-    """One rollout of MaskablePPO on 2x4 with a monitor: the start's checkpoint asked for (its scoring, an exact
-    evaluation of the network, is the TD test's), the rollout's 4,096 moves priced from its one-hot observations."""
+def test_the_ppo_trainer_hands_checkpoints_and_its_moves():
+    """One rollout of MaskablePPO on 2x4 in a run that takes a curve: the start's checkpoint handed (its scoring,
+    an exact evaluation of the network, is the TD test's), the rollout's 4,096 moves priced from its one-hot
+    observations."""
     pytest.importorskip("sb3_contrib")
+    from experiments.suite.budget import StepBudget
     from experiments.suite.monitor import TrainingMonitor
     from experiments.suite.trainers import maskable_ppo
+    from experiments.suite.training import TrainingRun
 
     class Checkpoints(TrainingMonitor):
-        def record(self, steps, policy):
+        def record(self, steps, policy, avoid_seeds=()):
             self.curve.append({"steps": steps, "policy": policy})
 
     task = get_task("2x4")
     with Oracle.open(ensure_table(task, progress=False)) as oracle:
         monitor = Checkpoints(task, oracle, 2, seed=0)
-        model = maskable_ppo(task, 4096, seed=0, monitor=monitor)
+        run = TrainingRun(task, StepBudget(4096, "env-only"), progress=False, monitor=monitor)
+        model = maskable_ppo(run, 4096, seed=0)
         assert monitor.curve == [{"steps": 0, "policy": model}]
-        assert monitor.moves_priced == model.train_steps == 4096 and monitor.regret > 0
+        assert monitor.moves_priced == model.train_steps == run.budget.used == 4096 and monitor.regret > 0
 
 
 @pytest.mark.slow
