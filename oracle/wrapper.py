@@ -17,6 +17,7 @@ import numpy as np
 from env2048.env import Game2048Env
 from solver.format.common import TableError
 from solver.provision import BUILDABLE, TOO_BIG
+from solver.seal import check_unsealed
 
 from .oracle import Oracle, open_oracle
 
@@ -76,6 +77,7 @@ def shared_oracle(board: str, p4: float = 0.1, table=None, objective: str = "sco
     spawns."""
     if isinstance(table, Oracle):
         return _check_game(table, board, p4, table.path, close=False)
+    check_unsealed(f"the shared oracle of {board}")  # one opened before the seal is as sealed as a new one
     key = (board, float(p4), None if table is None else str(table), objective)
     if key not in _ORACLES:
         if table is None:
