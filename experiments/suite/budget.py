@@ -63,7 +63,7 @@ class StepBudget:
             what = "environment steps" if self.track == "env-only" else "simulated moves"
             raise BudgetExceeded(
                 f"the {self.track} budget of {self.limit:,} {what} is spent ({self.used:,} used); "
-                f"{steps:,} more were asked for: stop training at budget.remaining == 0"
+                f"{steps:,} more {'was' if steps == 1 else 'were'} asked for: stop training at budget.remaining == 0"
             )
         self.used += steps
 
