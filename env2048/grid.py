@@ -16,7 +16,7 @@ import numpy as np
 
 from .shape import DOWN, LEFT, RIGHT, UP
 
-__all__ = ["line_geometry", "move_inplace", "legal_bits", "spawn_inplace", "grid_age", "grid_max_exponent"]
+__all__ = ["line_geometry", "move_inplace", "move_many", "legal_bits", "spawn_inplace", "grid_age", "grid_max_exponent"]
 
 
 @numba.njit(cache=True, inline="always")
@@ -189,3 +189,15 @@ def grid_max_exponent(b, i):
         if b[i, c] > best:
             best = b[i, c]
     return best
+
+
+@numba.njit(cache=True)
+def move_many(b, actions, rows, cols, lines):
+    """Every board of ``b`` (``uint8[n, rows*cols]``) moved by its action (``int64[n]``) into a new array:
+    ``(after uint8[n, rows*cols], reward int64[n], changed bool[n])``, each as :func:`move_inplace` gives it."""
+    after = b.copy()
+    reward = np.zeros(b.shape[0], np.int64)
+    changed = np.zeros(b.shape[0], np.bool_)
+    for i in range(b.shape[0]):
+        reward[i], changed[i] = move_inplace(after, i, rows, cols, actions[i], lines)
+    return after, reward, changed

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from env2048.grid import grid_age, grid_max_exponent, legal_bits, move_inplace, spawn_inplace
+from env2048.grid import grid_age, grid_max_exponent, legal_bits, move_inplace, move_many, spawn_inplace
 from env2048.tables import line_tables_for
 
 import naive
@@ -22,6 +22,23 @@ def test_move_equals_reference(case, action):
     assert flat.reshape(rows, cols).tolist() == ref
     assert reward == ref_reward
     assert changed == (ref != grid)
+
+
+@given(
+    st.sampled_from(SHAPES).flatmap(lambda shape: st.lists(boards([shape], max_exp=30), min_size=1, max_size=6)),
+    st.data(),
+)
+def test_a_batch_moves_each_board_as_the_reference_does(cases, data):
+    rows, cols, _ = cases[0]
+    grids = [grid for _, _, grid in cases]
+    actions = np.array(data.draw(st.lists(st.integers(0, 3), min_size=len(grids), max_size=len(grids))), np.int64)
+    batch = np.array(grids, np.uint8).reshape(len(grids), -1)
+    after, reward, changed = move_many(batch, actions, rows, cols, line_tables_for(rows, cols))
+    assert (batch == np.array(grids, np.uint8).reshape(len(grids), -1)).all()  # the input is left as it was
+    for i, grid in enumerate(grids):
+        ref, ref_reward = naive.move(grid, int(actions[i]))
+        assert after[i].reshape(rows, cols).tolist() == ref
+        assert reward[i] == ref_reward and changed[i] == (ref != grid)
 
 
 @given(boards(SHAPES, max_exp=30))
