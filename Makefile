@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first, pinned, so that nothing later pulls a CUDA build
 	$(PY) -m pip install --quiet "torch==2.13.0"
-	$(PY) -m pip install --quiet -e ".[rl,dev,distributed,docs,suite,serve]"
+	$(PY) -m pip install --quiet -e ".[rl,dev,distributed,docs,suite,serve,jax]"
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 

@@ -1,5 +1,5 @@
-"""The documentation's quick-start code runs: every ```python block of the getting-started page and of the README,
-in order, in one namespace per page (so the examples cannot rot).  The site itself is built with
+"""The documentation's quick-start code runs: every ```python block of the getting-started page, the README and
+the JAX page, in order, in one namespace per page (so the examples cannot rot).  The site itself is built with
 ``mkdocs build --strict`` by ``make test``."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["docs/getting-started.md", "README.md"]
+PAGES = ["docs/getting-started.md", "README.md", "docs/jax.md"]
 
 
 def python_blocks(path: Path) -> list[str]:

@@ -1,0 +1,48 @@
+"""The game in JAX (extra ``jax``): pure, jittable rules for any r x c board, bit for bit those of the numba
+kernels, a pgx-style environment and a gymnax one.
+
+    import jax
+    from env2048 import jax as g2048
+
+    env = g2048.make(3, 3)                      # suite v2's rules; target=512 for the goal game
+    state = jax.jit(env.init)(jax.random.key(0))
+    state = jax.jit(env.step)(state, 3, jax.random.key(1))
+
+The chance step on its own, for planners and stochastic MuZero: :func:`afterstate`, :func:`chance_outcomes`,
+:func:`apply_chance` (:mod:`env2048.jax.game`).
+"""
+
+from __future__ import annotations
+
+try:
+    import jax  # noqa: F401
+except ImportError as exc:  # pragma: no cover - the message is the point
+    raise ImportError("env2048.jax needs JAX: pip install 'solved2048[jax]' (or pip install jax)") from exc
+
+from .env import VERSION, Env, State
+from .game import MAX_EXPONENT, afterstate, apply_chance, chance_outcomes, legal_action_mask, sample_chance, spawn
+
+__all__ = [
+    "MAX_EXPONENT",
+    "VERSION",
+    "Env",
+    "State",
+    "afterstate",
+    "apply_chance",
+    "chance_outcomes",
+    "legal_action_mask",
+    "make",
+    "sample_chance",
+    "spawn",
+]
+
+
+def make(rows: int, cols: int, target: int | None = None, pattern=None, p4: float = 0.1) -> Env:
+    """The game on a ``rows`` x ``cols`` board (static ints) with suite v2's rules (:class:`Env`); ``target`` a
+    tile (512) for the goal game.  Endgame patterns are not in the JAX game yet: ``pattern`` must be None."""
+    if pattern is not None:
+        raise NotImplementedError(
+            f"pattern={pattern!r}: the JAX game plays whole boards only so far; endgames run in "
+            "env2048.endgame.Endgame2048Env"
+        )
+    return Env(rows, cols, target, p4)

@@ -1,0 +1,108 @@
+"""The game as a pgx-style environment: ``env.init(key)`` and ``env.step(state, action, key)``, pure and jittable,
+the state a pytree without a PRNG key (the caller passes one to each call).  Batch with ``jax.vmap``."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from ..shape import check_shape, max_exponent
+from .game import MAX_EXPONENT, afterstate, apply_chance, legal_action_mask, sample_chance, start_board
+
+#: The JAX game's version: bumped on any change of what init and step do.
+VERSION = 1
+
+
+class State(NamedTuple):
+    """One game.  ``board`` int32 (rows, cols) exponents; ``observation`` bool (rows, cols, rows*cols + 2)
+    one-hot planes of the exponents, channels last; ``rewards`` float32 (1,) of the last step; ``terminated``,
+    ``truncated`` bool (truncated is always False: the game has no time limit); ``legal_action_mask`` bool (4,);
+    ``score`` int32, the merge score so far; ``step_count`` int32, the steps taken (an illegal one included)."""
+
+    board: jax.Array
+    observation: jax.Array
+    rewards: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    legal_action_mask: jax.Array
+    score: jax.Array
+    step_count: jax.Array
+
+
+class Env:
+    """2048 on a ``rows`` x ``cols`` board with suite v2's rules: the two-tile start, an illegal move ends the game
+    with reward 0, and with a ``target`` tile (``2**k``, e.g. 512) the game ends when it is made, rewarded 1 then
+    and 0 otherwise (the suite's goal tasks); without one each step's reward is the merge score it made.  ``p4``:
+    the chance that a spawned tile is a 4.  Make one with :func:`env2048.jax.make`."""
+
+    num_actions = 4
+
+    def __init__(self, rows: int, cols: int, target: int | None = None, p4: float = 0.1):
+        check_shape(rows, cols)
+        if target is not None and (target < 4 or target & (target - 1) or target.bit_length() - 1 > MAX_EXPONENT):
+            raise ValueError(
+                f"target must be a tile 2**k with 2 <= k <= {MAX_EXPONENT} (4, 8, ..., 512, ...), got {target!r}"
+            )
+        if not 0.0 <= p4 <= 1.0:
+            raise ValueError(f"p4 must lie in [0, 1], got {p4!r}")
+        self.rows, self.cols, self.target, self.p4 = int(rows), int(cols), target, float(p4)
+        self._goal = MAX_EXPONENT + 1 if target is None else target.bit_length() - 1
+        self.channels = max_exponent(rows, cols) + 1
+
+    @property
+    def version(self) -> int:
+        """:data:`VERSION`: bumped whenever ``init`` or ``step`` changes behaviour."""
+        return VERSION
+
+    @property
+    def observation_shape(self) -> tuple[int, int, int]:
+        return self.rows, self.cols, self.channels
+
+    def observe(self, board: jax.Array) -> jax.Array:
+        """``bool (rows, cols, channels)``: the one-hot planes of ``board``."""
+        return jax.nn.one_hot(board, self.channels, dtype=jnp.bool_)
+
+    def _state(self, board, reward, terminated, score, steps) -> State:
+        return State(
+            board=board,
+            observation=self.observe(board),
+            rewards=jnp.reshape(jnp.asarray(reward, jnp.float32), (1,)),
+            terminated=jnp.asarray(terminated, jnp.bool_),
+            truncated=jnp.asarray(False),
+            legal_action_mask=legal_action_mask(board),
+            score=jnp.asarray(score, jnp.int32),
+            step_count=jnp.asarray(steps, jnp.int32),
+        )
+
+    def state_of(self, board: jax.Array) -> State:
+        """The state of a game standing at ``board`` (int32 (rows, cols) exponents), no step taken yet: ended
+        only if no move is legal there (for replays and planners)."""
+        board = jnp.asarray(board, jnp.int32)
+        return self._state(board, 0.0, ~legal_action_mask(board).any(), 0, 0)
+
+    def init(self, key: jax.Array) -> State:
+        """A new game from ``key``: two tiles spawned on the empty board."""
+        board = start_board(key, self.rows, self.cols, self.p4)
+        return self._state(board, 0.0, ~legal_action_mask(board).any(), 0, 0)
+
+    def step(self, state: State, action, key: jax.Array) -> State:
+        """The game after ``action`` (0..3) and, if the move was legal, a spawn drawn from ``key``.  A finished
+        game stays as it is, with reward 0."""
+        after, _, _ = afterstate(state.board, action)
+        return self.step_chance(state, action, sample_chance(key, after, self.p4))
+
+    def step_chance(self, state: State, action, outcome) -> State:
+        """:meth:`step` with the spawn given: chance outcome ``outcome`` (``2 * cell + k``, see
+        :mod:`env2048.jax.game`; ignored after an illegal move), for replays and planners."""
+        after, merged, moved = afterstate(state.board, action)
+        full = jnp.all(after != 0)
+        board = jnp.where(moved & ~full, apply_chance(after, outcome), after)
+        made = board.max() >= self._goal
+        mask = legal_action_mask(board)
+        terminated = ~moved | made | ~mask.any()
+        reward = made.astype(jnp.float32) if self.target is not None else merged.astype(jnp.float32)
+        new = self._state(board, reward, terminated, state.score + merged, state.step_count + 1)
+        stay = state._replace(rewards=jnp.zeros_like(state.rewards))
+        return jax.tree.map(lambda old, now: jnp.where(state.terminated, old, now), stay, new)
