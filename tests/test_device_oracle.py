@@ -1,0 +1,74 @@
+"""Exact labels on the device (oracle.device) against the host Oracle: Q*, V*, regret and the not-in-table flag
+on boards of random games, to float32 rounding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+
+from env2048 import Game2048VectorEnv  # noqa: E402
+from oracle import Oracle  # noqa: E402
+from oracle.device import DeviceOracle, host_keys  # noqa: E402
+
+
+def played_boards(rows: int, cols: int, games: int, steps: int, seed: int = 0) -> np.ndarray:
+    """``uint8 (games * steps, rows, cols)``: the boards of random legal play, ``games`` at once, restarted when
+    over (reachable boards, repeats included)."""
+    env = Game2048VectorEnv(games, rows, cols)
+    obs, info = env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    boards = []
+    for _ in range(steps):
+        boards.append(np.asarray(obs, np.uint8).reshape(games, rows, cols).copy())
+        scores = np.where(env.action_masks(), rng.random((games, 4)), -1.0)
+        obs, *_ = env.step(np.argmax(scores, axis=1))
+    return np.concatenate(boards)
+
+
+def check_against_host(host: Oracle, boards: np.ndarray) -> None:
+    device = DeviceOracle.from_oracle(host)
+    want = host.q_values(boards).reshape(-1, 4)
+    got, missing = (np.asarray(x) for x in device.lookup_q(boards))
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and not missing.any()
+    legal = ~np.isnan(want)
+    assert np.allclose(got[legal], want[legal].astype(np.float32), rtol=2**-21, atol=0)
+    v = np.asarray(device.value(boards))
+    assert np.allclose(
+        v, np.where(legal.any(axis=1), np.nanmax(np.where(legal, want, -np.inf), axis=1), 0), rtol=2**-21
+    )
+    playable = legal.any(axis=1)
+    actions = np.argmax(legal, axis=1)  # each board's first legal move
+    best = np.nanmax(np.where(legal, want, -np.inf), axis=1)
+    r = np.asarray(device.regret(boards, actions))
+    atol = 4 * np.finfo(np.float32).eps * np.abs(want[legal]).max()
+    assert np.allclose(r[playable], (best - want[np.arange(len(want)), actions])[playable], rtol=0, atol=atol)
+    assert np.isnan(r[~playable]).all()
+
+
+def test_the_device_labels_equal_the_host_oracle_on_the_2x3_score_table(table_2x3):
+    """100,000 boards of random games (every reachable 2x3 state many times over); a board beyond the table (a
+    4096, whose key would need a larger radix) is flagged, not truncated into another board's key."""
+    with Oracle.open(table_2x3) as host:
+        check_against_host(host, played_boards(2, 3, 250, 400))
+        device = DeviceOracle.from_oracle(host)
+    q, missing = device.lookup_q(np.array([[[12, 0, 0], [0, 0, 1]]]))
+    assert bool(missing[0]) and np.isnan(np.asarray(q)[0, 3])
+
+
+def test_the_device_labels_a_goal_game_and_flags_boards_not_in_the_table(tmp_path):
+    """A 2x3 game to 32: a move that makes the goal is worth 1; a board and its mirror image share a key."""
+    from solver.build import build
+    from solver.spec import SolveSpec
+
+    build(SolveSpec.parse("2x3", "tile:5"), tmp_path / "t.h5", progress=False)
+    with Oracle.open(tmp_path / "t.h5") as host:
+        boards = played_boards(2, 3, 100, 100, seed=1)
+        boards = boards[boards.max(axis=(1, 2)) < 5]
+        check_against_host(host, boards)
+        device = DeviceOracle.from_oracle(host)
+    q, _ = device.lookup_q(np.array([[[4, 4, 0], [0, 0, 0]]]))
+    assert float(q[0, 3]) == float(q[0, 1]) == 1.0  # LEFT or RIGHT merges two 16s into the goal 32
+    flipped = np.array([[[1, 2, 0], [0, 0, 3]]])
+    assert host_keys(flipped, 2, 3, device.base) == host_keys(flipped[:, ::-1, ::-1], 2, 3, device.base)
