@@ -190,3 +190,25 @@ def honest_known_rules(run, budget_steps, seed):
 
 
 honest_known_rules.track = "known-rules"
+
+
+def plays_the_jax_game(run, budget_steps, seed):
+    """Simulates the game in JAX, whose jitted moves no Python counter sees."""
+    import jax
+
+    from env2048 import jax as g2048
+
+    env = g2048.make(*run.shape)
+    env.step(env.init(jax.random.key(seed)), 0, jax.random.key(seed + 1))
+    return FirstLegalMove()
+
+
+def jits_the_jax_moves(run, budget_steps, seed):
+    """The JAX game's move function on its own, jitted inside the trainer."""
+    import jax
+    import jax.numpy as jnp
+
+    from env2048.jax import afterstate
+
+    jax.jit(afterstate)(jnp.zeros(run.shape, jnp.int32), 0)
+    return FirstLegalMove()

@@ -132,6 +132,14 @@ def test_a_child_process_of_a_trainer_cannot_step_the_game(tmp_path, capsys):
     assert "its steps cannot be counted against the run's budget" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("trainer", "what"), [("plays_the_jax_game", "make"), ("jits_the_jax_moves", "afterstate")])
+def test_the_jax_game_refuses_to_play_uncounted(tmp_path, capsys, trainer, what):
+    pytest.importorskip("jax")
+    assert run_cli(tmp_path, trainer) != 0
+    err = capsys.readouterr().err
+    assert f"env2048.jax.{what}: the JAX game's moves cannot be counted against a training run's budget yet" in err
+
+
 def test_an_env_only_trainer_cannot_simulate_the_game(tmp_path, capsys):
     assert run_cli(tmp_path, "env_only_plays_by_the_rules") != 0
     assert "an env-only trainer cannot simulate the game" in capsys.readouterr().err

@@ -9,7 +9,15 @@ import jax
 import jax.numpy as jnp
 
 from ..shape import check_shape, max_exponent
-from .game import MAX_EXPONENT, afterstate, apply_chance, legal_action_mask, sample_chance, start_board
+from .game import (
+    MAX_EXPONENT,
+    afterstate,
+    apply_chance,
+    legal_action_mask,
+    refuse_if_metered,
+    sample_chance,
+    start_board,
+)
 
 #: The JAX game's version: bumped on any change of what init and step do.
 VERSION = 1
@@ -40,6 +48,7 @@ class Env:
     num_actions = 4
 
     def __init__(self, rows: int, cols: int, target: int | None = None, p4: float = 0.1):
+        refuse_if_metered("env2048.jax.make")
         check_shape(rows, cols)
         if target is not None and (target < 4 or target & (target - 1) or target.bit_length() - 1 > MAX_EXPONENT):
             raise ValueError(

@@ -6,6 +6,9 @@ A board is ``int32 (rows, cols)`` of exponents (0 empty, k the tile 2**k); rows 
 shape of the array).  Exponents up to :data:`MAX_EXPONENT` are exact (a merge's reward, 2**(k+1), is an int32).
 Batch with ``jax.vmap``.  Actions: UP=0, RIGHT=1, DOWN=2, LEFT=3, as everywhere in the project.
 
+While a suite trainer trains (a step meter is installed, :mod:`env2048.metering`) the moves and spawns refuse to
+run, as they are traced: moves inside jitted code cannot be counted yet.
+
 The chance step after a legal move places one tile in a uniformly chosen empty cell: a 2 (exponent 1) with
 probability ``1 - p4``, a 4 (exponent 2) with ``p4``.  Its outcomes are numbered ``2 * cell + k`` (cell in
 row-major order, k = 0 for a 2, 1 for a 4), ``2 * rows * cols`` in all.
@@ -16,6 +19,19 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from .. import metering
+
+
+def refuse_if_metered(what: str) -> None:
+    """Refuse the JAX game while a step meter is installed (a suite trainer trains, :mod:`env2048.metering`): its
+    moves, inside jitted code, cannot be counted yet."""
+    if metering.active() is not None:
+        raise metering.UncountedStepError(
+            f"{what}: the JAX game's moves cannot be counted against a training run's budget yet; a suite trainer "
+            "plays through run.make_env, run.make_vec_env or run.simulator"
+        )
+
 
 #: The largest exponent the JAX game keeps exact: a merge of two 2**29 pays 2**30, an int32.
 MAX_EXPONENT = 29
@@ -48,6 +64,7 @@ def afterstate(board: jax.Array, action) -> tuple[jax.Array, jax.Array, jax.Arra
     for an illegal move (then ``after`` equals ``board``).  Rows slide for LEFT and RIGHT, columns for UP and
     DOWN: both are computed (on a non-square board their shapes differ, so no branch could return either) and the
     one ``action`` asks for is kept."""
+    refuse_if_metered("env2048.jax.afterstate")
     board = jnp.asarray(board, jnp.int32)
     action = jnp.asarray(action, jnp.int32)
     rows_out, rows_reward = jax.vmap(_slide_left)(jnp.where(action == RIGHT, board[:, ::-1], board))
@@ -90,6 +107,7 @@ def chance_outcomes(after: jax.Array, p4: float = 0.1) -> jax.Array:
 def apply_chance(after: jax.Array, outcome) -> jax.Array:
     """The board after chance outcome ``outcome`` (``2 * cell + k``: a 2 for k = 0, a 4 for k = 1) on ``after``;
     the outcome's cell must be empty (:func:`chance_outcomes` gives it probability 0 otherwise)."""
+    refuse_if_metered("env2048.jax.apply_chance")
     after = jnp.asarray(after, jnp.int32)
     outcome = jnp.asarray(outcome, jnp.int32)
     flat = after.reshape(-1).at[outcome // 2].set(outcome % 2 + 1)
