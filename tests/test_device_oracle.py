@@ -57,6 +57,7 @@ def test_the_device_labels_equal_the_host_oracle_on_the_2x3_score_table(table_2x
     assert bool(missing[0]) and np.isnan(np.asarray(q)[0, 3])
 
 
+@pytest.mark.slow
 def test_the_device_labels_a_goal_game_and_flags_boards_not_in_the_table(tmp_path):
     """A 2x3 game to 32: a move that makes the goal is worth 1; a board and its mirror image share a key."""
     from solver.build import build

@@ -39,6 +39,7 @@ def jax_moves(boards: np.ndarray, actions: np.ndarray):
     return tuple(np.concatenate([np.asarray(part[k]) for part in parts]) for k in range(3))
 
 
+@pytest.mark.slow
 def test_the_conformance_file_is_what_the_numba_kernels_make(fixture, tmp_path):
     """The kept file is reproducible: written again from its seed, it holds the same arrays."""
     from env2048.conformance import write_fixture
@@ -60,6 +61,7 @@ def test_moves_equal_the_numba_kernels_on_the_conformance_pairs(fixture, shape):
     assert np.array_equal(masks, legal_masks(pairs["boards"]))
 
 
+@pytest.mark.slow
 def test_moves_equal_the_numba_kernels_on_fresh_random_pairs():
     """20,000 new pairs on each of seven shapes, exponents up to 29 (python -m experiments.bench.jax_conformance
     runs a million)."""
@@ -151,6 +153,7 @@ def test_the_env_follows_suite_v2s_rules():
         g2048.make(4, 4, pattern="L3")
 
 
+@pytest.mark.slow
 def test_the_gymnax_env_runs_gymnax_code_unchanged():
     """Random legal play through gymnax's own step (auto-reset included) under lax.scan: scores add up and games
     end and restart; the spaces are gymnax's."""

@@ -97,6 +97,7 @@ def test_envs_a_trainer_makes_itself_count_against_its_budget(tmp_path, capsys):
     assert 990 <= red_team.SEEN["plays_uncounted_envs"] <= 1000
 
 
+@pytest.mark.slow
 def test_every_env2048_env_a_trainer_steps_is_counted_exactly(tmp_path):
     """Each kind of env stepped a known number of times by a trainer: the run's count is their sum."""
     pytest.importorskip("stable_baselines3")
@@ -206,6 +207,7 @@ def test_honest_trainers_of_both_tracks_pass(tmp_path, track):
     assert scored["track"] == track and scored["counted_steps"] == 10_000 and 0 < scored["normalized"] < 1
 
 
+@pytest.mark.slow
 def test_the_command_line_runs_the_sealed_runner_in_a_process_of_its_own(tmp_path):
     """``python -m experiments.suite run`` itself, as a user types it: a refusal, then an honest run."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
