@@ -20,6 +20,8 @@ The file is a NumPy ``.npz`` archive (readable without this project), keys per b
 ``games/RxC/boards``           ``uint8 (g, T, R, C)``: the board after each step
 ``games/RxC/rewards``          ``int64 (g, T)``: each step's merge reward
 ``games/RxC/terminated``       ``bool (g, T)``: whether the game had ended after each step
+``endgames/NAME-T/...``        the same keys as ``games``, for the endgame ``NAME`` to the tile ``T`` (suite v2's
+                               three): its rewards are 1 for a success, 0 otherwise
 =============================  ===================================================================================
 
 Games follow suite v2's rules: p4 = 0.1, an illegal move ends the game (2% of the moves are drawn from all four,
@@ -39,6 +41,8 @@ from .tables import line_tables_for
 
 #: The shapes of the kept fixture: the solved boards, the 4x4 game and a long one.
 SHAPES = ((2, 2), (2, 3), (3, 3), (4, 3), (4, 4), (3, 5), (5, 5))
+#: The endgames of the kept fixture: suite v2's.
+ENDGAMES = (("L3", 256), ("442", 256), ("t", 512))
 
 
 def random_boards(rng: np.random.Generator, rows: int, cols: int, n: int, top: int = 15) -> np.ndarray:
@@ -85,7 +89,21 @@ def play_games(seed: int, rows: int, cols: int, games: int) -> dict[str, np.ndar
     1``, each recorded move for move and spawn for spawn (keys as in the file)."""
     from .env import Game2048Env
 
-    env = Game2048Env(rows, cols, invalid_action="terminate")
+    return record_games(Game2048Env(rows, cols, invalid_action="terminate"), seed, games)
+
+
+def play_endgames(seed: int, pattern: str, target: int, games: int) -> dict[str, np.ndarray]:
+    """:func:`play_games` on an endgame, :class:`env2048.endgame.Endgame2048Env` of ``pattern`` and ``target``
+    (an illegal move, or one that would shift a fixed tile, ends the game; the reward is 1 for a success)."""
+    from .endgame import Endgame2048Env
+
+    return record_games(Endgame2048Env(pattern, target, invalid_action="terminate"), seed, games)
+
+
+def record_games(env, seed: int, games: int) -> dict[str, np.ndarray]:
+    """``games`` games of ``env`` (an env of exponent boards whose ``info`` has ``action_mask`` and, after a
+    step, ``afterstate``), played and recorded as :func:`play_games` says."""
+    rows, cols = env.rows, env.cols
     rng = np.random.default_rng(seed)
     played = []
     for g in range(games):
@@ -100,7 +118,7 @@ def play_games(seed: int, rows: int, cols: int, games: int) -> dict[str, np.ndar
             after = np.asarray(info["afterstate"], np.uint8).reshape(rows, cols)
             spawned = np.flatnonzero((board != after).reshape(-1))
             outcome = -1 if spawned.size == 0 else 2 * int(spawned[0]) + int(board.reshape(-1)[spawned[0]]) - 1
-            steps.append((action, outcome, board, int(reward), done))
+            steps.append((action, outcome, board, reward, done))
         played.append((start, steps))
     length = max(len(steps) for _, steps in played)
     out = {
@@ -129,6 +147,9 @@ def write_fixture(path, pairs: int = 2000, games: int = 150, seed: int = 0) -> P
             arrays[f"pairs/{rows}x{cols}/{key}"] = value
         for key, value in play_games(seed, rows, cols, games).items():
             arrays[f"games/{rows}x{cols}/{key}"] = value
+    for pattern, target in ENDGAMES:
+        for key, value in play_endgames(seed, pattern, target, games).items():
+            arrays[f"endgames/{pattern}-{target}/{key}"] = value
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(path, **arrays)
@@ -136,8 +157,8 @@ def write_fixture(path, pairs: int = 2000, games: int = 150, seed: int = 0) -> P
 
 
 def load_fixture(path) -> dict[str, dict[str, dict[str, np.ndarray]]]:
-    """``{"pairs": {"RxC": {key: array}}, "games": {...}}`` of a conformance file."""
-    out: dict[str, dict[str, dict[str, np.ndarray]]] = {"pairs": {}, "games": {}}
+    """``{"pairs": {"RxC": {key: array}}, "games": {...}, "endgames": {"NAME-T": ...}}`` of a conformance file."""
+    out: dict[str, dict[str, dict[str, np.ndarray]]] = {"pairs": {}, "games": {}, "endgames": {}}
     with np.load(path) as data:
         for name in data.files:
             kind, shape, key = name.split("/")

@@ -125,6 +125,66 @@ def test_games_replay_move_for_move_and_spawn_for_spawn(fixture, shape):
     assert np.array_equal(np.asarray(ended), games["terminated"])
 
 
+@pytest.mark.parametrize("name", ["L3-256", "442-256", "t-512"])
+def test_endgames_replay_move_for_move_and_spawn_for_spawn(fixture, name):
+    """Each endgame game of the file (150 per endgame of suite v2) replayed by the pattern env: every board,
+    reward and end as :class:`env2048.endgame.Endgame2048Env`'s."""
+    games = fixture["endgames"][name]
+    pattern, target = name.split("-")
+    env = g2048.make(4, 4, target=int(target), pattern=pattern)
+
+    def replay(start, actions, outcomes):
+        def one(state, step):
+            action, outcome = step
+            state = env.step_chance(state, jnp.maximum(action, 0), outcome)
+            return state, (state.board, state.rewards[0], state.terminated)
+
+        return jax.lax.scan(one, env.state_of(start), (actions.astype(jnp.int32), outcomes))[1]
+
+    boards, rewards, ended = jax.jit(jax.vmap(replay))(games["start"], games["actions"], games["outcomes"])
+    assert np.array_equal(np.asarray(boards), games["boards"])
+    assert np.array_equal(np.asarray(rewards), games["rewards"].astype(np.float32))
+    assert np.array_equal(np.asarray(ended), games["terminated"])
+
+
+def test_endgame_outcomes_equal_the_rules_reference():
+    """Random boards holding each v2 endgame's fixed tiles, their free cells up to one past the target, every
+    move: the JAX afterstate and its verdict (illegal, play, success, failure) as the packed kernel and
+    env2048.rules' slow reference give them; each verdict occurs."""
+    from env2048 import board as B
+    from env2048.pattern import load_pattern
+    from env2048.rules import reference_outcome
+
+    rng = np.random.default_rng(3)
+    seen = set()
+    for name, target in (("L3", 256), ("442", 256), ("t", 512)):
+        pattern = load_pattern(name, target)
+        env = g2048.make(4, 4, target=target, pattern=pattern)
+        top = target.bit_length() - 1
+        fixed = B.unpack(np.uint64(pattern.fixed_board), 4, 4).reshape(-1)
+        free = np.array(pattern.free_cells)
+        boards = np.tile(fixed, (3000, 1))
+        tiles = np.where(rng.random((3000, free.size)) < 0.3, 0, rng.integers(1, top + 2, (3000, free.size)))
+        boards[:, free] = np.where(rng.random((3000, 1)) < 0.5, np.minimum(tiles, top - 1), tiles)
+        boards = boards.reshape(-1, 4, 4).astype(np.uint8)
+        actions = rng.integers(0, 4, 3000)
+
+        def judged(board, action, rules=env.rules):
+            after = g2048.afterstate(board, action)[0]
+            return after, g2048.outcome(board, after, rules)
+
+        after, verdict = (np.asarray(x) for x in jax.jit(jax.vmap(judged))(boards.astype(np.int32), actions))
+        ids = B.pack(boards)
+        moved = np.empty_like(ids)
+        for a in range(4):
+            moved[actions == a] = B.move(ids[actions == a], a, 4, 4)[0]
+        assert np.array_equal(B.pack(after.astype(np.uint8)), moved)
+        for i in range(len(boards)):
+            assert verdict[i] == reference_outcome(int(ids[i]), int(moved[i]), pattern.rules)
+        seen |= set(verdict.tolist())
+    assert seen == {g2048.game.ILLEGAL, g2048.game.PLAY, g2048.game.SUCCESS, g2048.game.FAILURE}
+
+
 def test_the_env_follows_suite_v2s_rules():
     """Two tiles at the start; an illegal move ends the game with reward 0; a finished game does not move; the
     goal game pays 1 for the move that makes its tile and ends there; jit and vmap; bad arguments refused."""
@@ -149,8 +209,8 @@ def test_the_env_follows_suite_v2s_rules():
     assert env.version == g2048.VERSION == 1 and env.observation_shape == (2, 2, 6)
     with pytest.raises(ValueError, match="target must be a tile 2"):
         g2048.make(3, 3, target=100)
-    with pytest.raises(NotImplementedError, match="endgames run in env2048.endgame"):
-        g2048.make(4, 4, pattern="L3")
+    with pytest.raises(ValueError, match="is played on 4x4, not 3x3"):
+        g2048.make(3, 3, target=256, pattern="L3")
 
 
 @pytest.mark.slow

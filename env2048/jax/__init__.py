@@ -20,11 +20,24 @@ except ImportError as exc:  # pragma: no cover - the message is the point
     raise ImportError("env2048.jax needs JAX: pip install 'solved2048[jax]' (or pip install jax)") from exc
 
 from .env import VERSION, Env, State
-from .game import MAX_EXPONENT, afterstate, apply_chance, chance_outcomes, legal_action_mask, sample_chance, spawn
+from .game import (
+    MAX_EXPONENT,
+    Rules,
+    afterstate,
+    allowed_mask,
+    apply_chance,
+    chance_outcomes,
+    legal_action_mask,
+    outcome,
+    sample_chance,
+    spawn,
+)
 
 __all__ = [
     "MAX_EXPONENT",
+    "Rules",
     "VERSION",
+    "allowed_mask",
     "Env",
     "State",
     "afterstate",
@@ -32,6 +45,7 @@ __all__ = [
     "chance_outcomes",
     "legal_action_mask",
     "make",
+    "outcome",
     "sample_chance",
     "spawn",
 ]
@@ -39,10 +53,5 @@ __all__ = [
 
 def make(rows: int, cols: int, target: int | None = None, pattern=None, p4: float = 0.1) -> Env:
     """The game on a ``rows`` x ``cols`` board (static ints) with suite v2's rules (:class:`Env`); ``target`` a
-    tile (512) for the goal game.  Endgame patterns are not in the JAX game yet: ``pattern`` must be None."""
-    if pattern is not None:
-        raise NotImplementedError(
-            f"pattern={pattern!r}: the JAX game plays whole boards only so far; endgames run in "
-            "env2048.endgame.Endgame2048Env"
-        )
-    return Env(rows, cols, target, p4)
+    tile (512) for the goal game; ``pattern`` a built-in endgame (``"L3"``, with its ``target``) on its board."""
+    return Env(rows, cols, target, p4, pattern)

@@ -10,13 +10,22 @@ import jax.numpy as jnp
 
 from ..shape import check_shape, max_exponent
 from .game import (
+    FAILURE,
+    ILLEGAL,
     MAX_EXPONENT,
+    PLAY,
+    SUCCESS,
     afterstate,
+    allowed_mask,
     apply_chance,
     legal_action_mask,
     refuse_if_metered,
+    rules_from_array,
     sample_chance,
     start_board,
+)
+from .game import (
+    outcome as judge,
 )
 
 #: The JAX game's version: bumped on any change of what init and step do.
@@ -43,13 +52,20 @@ class Env:
     """2048 on a ``rows`` x ``cols`` board with suite v2's rules: the two-tile start, an illegal move ends the game
     with reward 0, and with a ``target`` tile (``2**k``, e.g. 512) the game ends when it is made, rewarded 1 then
     and 0 otherwise (the suite's goal tasks); without one each step's reward is the merge score it made.  ``p4``:
-    the chance that a spawned tile is a 4.  Make one with :func:`env2048.jax.make`."""
+    the chance that a spawned tile is a 4.  With a ``pattern`` (a built-in endgame's name, with its ``target``) the
+    endgame of :class:`env2048.endgame.Endgame2048Env`: its starts, its fixed tiles (a move that would shift one
+    is not allowed: it ends the game), spawns on its free cells, reward 1 for a success, and a failure when a free
+    cell passes its cap.  Make one with :func:`env2048.jax.make`."""
 
     num_actions = 4
 
-    def __init__(self, rows: int, cols: int, target: int | None = None, p4: float = 0.1):
+    def __init__(self, rows: int, cols: int, target: int | None = None, p4: float = 0.1, pattern=None):
         refuse_if_metered("env2048.jax.make")
         check_shape(rows, cols)
+        self.pattern = None
+        if pattern is not None:
+            self._init_pattern(rows, cols, target, pattern, p4)
+            return
         if target is not None and (target < 4 or target & (target - 1) or target.bit_length() - 1 > MAX_EXPONENT):
             raise ValueError(
                 f"target must be a tile 2**k with 2 <= k <= {MAX_EXPONENT} (4, 8, ..., 512, ...), got {target!r}"
@@ -58,6 +74,26 @@ class Env:
             raise ValueError(f"p4 must lie in [0, 1], got {p4!r}")
         self.rows, self.cols, self.target, self.p4 = int(rows), int(cols), target, float(p4)
         self._goal = MAX_EXPONENT + 1 if target is None else target.bit_length() - 1
+        self.channels = max_exponent(rows, cols) + 1
+
+    def _init_pattern(self, rows: int, cols: int, target: int | None, pattern, p4: float) -> None:
+        """An endgame: the pattern's fixed tiles, its start distribution, success and failure (its rules array
+        decoded cell by cell), spawns on its free cells only."""
+        from .. import board as B
+        from ..pattern import load_pattern
+
+        p = load_pattern(pattern, target)
+        if (p.rows, p.cols) != (rows, cols):
+            raise ValueError(f"pattern {p.describe()} is played on {p.rows}x{p.cols}, not {rows}x{cols}")
+        self.pattern, self.rows, self.cols, self.target = p, rows, cols, p.target
+        self.p4 = float(p.p4) if p.p4 is not None else float(p4)
+        self.rules = rules_from_array(p.rules, rows * cols)
+        starts, probs = B.start_states(rows, cols, self.p4, board=p.fixed_board)
+        keep = probs > 0
+        boards = B.unpack(starts[keep], rows, cols).reshape(-1, rows, cols)
+        self._starts = jnp.asarray(boards, jnp.int32)
+        self._start_probs = jnp.asarray(probs[keep] / probs[keep].sum(), jnp.float32)
+        self._goal = MAX_EXPONENT + 1
         self.channels = max_exponent(rows, cols) + 1
 
     @property
@@ -73,45 +109,61 @@ class Env:
         """``bool (rows, cols, channels)``: the one-hot planes of ``board``."""
         return jax.nn.one_hot(board, self.channels, dtype=jnp.bool_)
 
-    def _state(self, board, reward, terminated, score, steps) -> State:
+    def _state(self, board, reward, terminated, score, steps, mask=None) -> State:
         return State(
             board=board,
             observation=self.observe(board),
             rewards=jnp.reshape(jnp.asarray(reward, jnp.float32), (1,)),
             terminated=jnp.asarray(terminated, jnp.bool_),
             truncated=jnp.asarray(False),
-            legal_action_mask=legal_action_mask(board),
+            legal_action_mask=self.legal_moves(board) if mask is None else mask,
             score=jnp.asarray(score, jnp.int32),
             step_count=jnp.asarray(steps, jnp.int32),
         )
 
+    def legal_moves(self, board: jax.Array) -> jax.Array:
+        """``bool[4]``: the moves allowed on ``board`` (for an endgame, those that keep its fixed tiles)."""
+        return legal_action_mask(board) if self.pattern is None else allowed_mask(board, self.rules)
+
     def state_of(self, board: jax.Array) -> State:
         """The state of a game standing at ``board`` (int32 (rows, cols) exponents), no step taken yet: ended
-        only if no move is legal there (for replays and planners)."""
+        only if no move is allowed there (for replays and planners)."""
         board = jnp.asarray(board, jnp.int32)
-        return self._state(board, 0.0, ~legal_action_mask(board).any(), 0, 0)
+        return self._state(board, 0.0, ~self.legal_moves(board).any(), 0, 0)
 
     def init(self, key: jax.Array) -> State:
-        """A new game from ``key``: two tiles spawned on the empty board."""
-        board = start_board(key, self.rows, self.cols, self.p4)
-        return self._state(board, 0.0, ~legal_action_mask(board).any(), 0, 0)
+        """A new game from ``key``: two tiles spawned on the empty board (an endgame: a start drawn from its
+        start distribution)."""
+        if self.pattern is None:
+            return self.state_of(start_board(key, self.rows, self.cols, self.p4))
+        pick = jax.random.choice(key, self._start_probs.shape[0], p=self._start_probs)
+        return self.state_of(self._starts[pick])
 
     def step(self, state: State, action, key: jax.Array) -> State:
         """The game after ``action`` (0..3) and, if the move was legal, a spawn drawn from ``key``.  A finished
         game stays as it is, with reward 0."""
         after, _, _ = afterstate(state.board, action)
-        return self.step_chance(state, action, sample_chance(key, after, self.p4))
+        free = None if self.pattern is None else self.rules.free
+        return self.step_chance(state, action, sample_chance(key, after, self.p4, free))
 
     def step_chance(self, state: State, action, outcome) -> State:
         """:meth:`step` with the spawn given: chance outcome ``outcome`` (``2 * cell + k``, see
         :mod:`env2048.jax.game`; ignored after an illegal move), for replays and planners."""
         after, merged, moved = afterstate(state.board, action)
-        full = jnp.all(after != 0)
-        board = jnp.where(moved & ~full, apply_chance(after, outcome), after)
-        made = board.max() >= self._goal
-        mask = legal_action_mask(board)
-        terminated = ~moved | made | ~mask.any()
-        reward = made.astype(jnp.float32) if self.target is not None else merged.astype(jnp.float32)
-        new = self._state(board, reward, terminated, state.score + merged, state.step_count + 1)
+        if self.pattern is None:
+            full = jnp.all(after != 0)
+            board = jnp.where(moved & ~full, apply_chance(after, outcome), after)
+            made = board.max() >= self._goal
+            ended = ~moved | made
+            reward = made.astype(jnp.float32) if self.target is not None else merged.astype(jnp.float32)
+        else:  # an endgame: its rules judge the move; a success or a failure ends the game without a spawn
+            verdict = judge(state.board, after, self.rules)
+            allowed = verdict != ILLEGAL
+            spawned = apply_chance(after, outcome)
+            board = jnp.where(verdict == PLAY, spawned, jnp.where(allowed, after, state.board))
+            ended = ~allowed | (verdict == SUCCESS) | (verdict == FAILURE)
+            reward = (verdict == SUCCESS).astype(jnp.float32)
+        mask = self.legal_moves(board)
+        new = self._state(board, reward, ended | ~mask.any(), state.score + merged, state.step_count + 1, mask)
         stay = state._replace(rewards=jnp.zeros_like(state.rewards))
         return jax.tree.map(lambda old, now: jnp.where(state.terminated, old, now), stay, new)

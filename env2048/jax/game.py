@@ -16,6 +16,8 @@ row-major order, k = 0 for a 2, 1 for a 4), ``2 * rows * cols`` in all.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -38,23 +40,28 @@ MAX_EXPONENT = 29
 UP, RIGHT, DOWN, LEFT = 0, 1, 2, 3
 
 
-def _slide_left(line: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """``(line, reward)`` of one line (``int32[L]``, L static) slid toward index 0, two equal tiles that meet
-    merging once: the scan of :func:`env2048.grid._slide_line`, unrolled."""
-    length = line.shape[0]
-    out = jnp.zeros_like(line)
-    write = jnp.int32(0)
-    last = jnp.int32(0)
-    reward = jnp.int32(0)
-    for k in range(length):
-        v = line[k]
-        merge = (v != 0) & (v == last)
-        place = (v != 0) & ~merge
-        out = jnp.where(merge, out.at[jnp.maximum(write - 1, 0)].set(v + 1), out)
-        out = jnp.where(place, out.at[jnp.minimum(write, length - 1)].set(v), out)
-        reward = reward + jnp.where(merge, jnp.left_shift(jnp.int32(1), v + 1), 0)
-        last = jnp.where(merge, 0, jnp.where(place, v, last))
-        write = write + place.astype(jnp.int32)
+def _compact(values: jax.Array, keep: jax.Array) -> jax.Array:
+    """Each row's kept entries moved toward index 0, in order, zeros after (``int32 (R, L)``): a one-hot
+    placement by their rank among the kept, with no scatter (small, and quick to compile)."""
+    length = values.shape[1]
+    rank = jnp.cumsum(keep, axis=1) - 1
+    place = keep[:, :, None] & (rank[:, :, None] == jnp.arange(length)[None, None, :])
+    return jnp.sum(jnp.where(place, values[:, :, None], 0), axis=1)
+
+
+def _slide_rows(rows: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(rows, reward int32 (R,))``: each row of ``int32 (R, L)`` slid toward index 0, two equal tiles that meet
+    merging once, those nearest the wall first (the rule of :func:`env2048.grid._slide_line`)."""
+    tiles = _compact(rows, rows != 0)
+    none = jnp.zeros(rows.shape[0], jnp.bool_)
+    merges, before = [], none
+    for i in range(rows.shape[1] - 1):  # greedy from the wall: a tile merged into cannot merge again
+        before = (tiles[:, i] != 0) & (tiles[:, i] == tiles[:, i + 1]) & ~before
+        merges.append(before)
+    merged = jnp.stack([*merges, none], axis=1)
+    absorbed = jnp.concatenate([none[:, None], merged[:, :-1]], axis=1)  # the partner of a merge, now gone
+    out = _compact(tiles + merged, (tiles != 0) & ~absorbed)
+    reward = jnp.sum(jnp.where(merged, jnp.left_shift(jnp.int32(1), tiles + 1), 0), axis=1)
     return out, reward
 
 
@@ -67,10 +74,10 @@ def afterstate(board: jax.Array, action) -> tuple[jax.Array, jax.Array, jax.Arra
     refuse_if_metered("env2048.jax.afterstate")
     board = jnp.asarray(board, jnp.int32)
     action = jnp.asarray(action, jnp.int32)
-    rows_out, rows_reward = jax.vmap(_slide_left)(jnp.where(action == RIGHT, board[:, ::-1], board))
+    rows_out, rows_reward = _slide_rows(jnp.where(action == RIGHT, board[:, ::-1], board))
     rows_out = jnp.where(action == RIGHT, rows_out[:, ::-1], rows_out)
     cols = jnp.where(action == DOWN, board[::-1, :], board).T
-    cols_out, cols_reward = jax.vmap(_slide_left)(cols)
+    cols_out, cols_reward = _slide_rows(cols)
     cols_out = jnp.where(action == DOWN, cols_out.T[::-1, :], cols_out.T)
     vertical = (action == UP) | (action == DOWN)
     after = jnp.where(vertical, cols_out, rows_out)
@@ -92,11 +99,14 @@ def legal_action_mask(board: jax.Array) -> jax.Array:
     return jnp.stack([up, right, down, left])
 
 
-def chance_outcomes(after: jax.Array, p4: float = 0.1) -> jax.Array:
+def chance_outcomes(after: jax.Array, p4: float = 0.1, free=None) -> jax.Array:
     """``float32[2 * rows * cols]``: the probability of each spawn on ``after``: outcome ``2 * cell`` (a 2 in
     that cell) has ``(1 - p4) / e`` and ``2 * cell + 1`` (a 4) ``p4 / e`` for each of the e empty cells (the
-    float32 nearest to each), every other outcome 0 (all 0 on a full board).  ``p4`` is a Python float."""
+    float32 nearest to each), every other outcome 0 (all 0 on a full board).  ``p4`` is a Python float; ``free``
+    (bool (rows, cols) or (cells,)): the cells a tile may spawn in (an endgame's free cells; default all)."""
     empty = jnp.asarray(after).reshape(-1) == 0
+    if free is not None:  # an endgame's fixed cells never receive a tile
+        empty = empty & jnp.asarray(free).reshape(-1)
     cells = empty.shape[0]
     # each probability the float32 nearest to the exact ratio (dividing in float32 would round twice)
     per_count = np.array([[0.0, 0.0]] + [[(1.0 - p4) / e, p4 / e] for e in range(1, cells + 1)], np.float32)
@@ -114,9 +124,9 @@ def apply_chance(after: jax.Array, outcome) -> jax.Array:
     return flat.reshape(after.shape)
 
 
-def sample_chance(key: jax.Array, after: jax.Array, p4: float = 0.1) -> jax.Array:
+def sample_chance(key: jax.Array, after: jax.Array, p4: float = 0.1, free=None) -> jax.Array:
     """One chance outcome drawn from :func:`chance_outcomes` (an int32; on a full board, outcome 0)."""
-    probs = chance_outcomes(after, p4)
+    probs = chance_outcomes(after, p4, free)
     return jax.random.choice(key, probs.shape[0], p=jnp.where(probs.sum() > 0, probs, 1.0)).astype(jnp.int32)
 
 
@@ -132,3 +142,72 @@ def start_board(key: jax.Array, rows: int, cols: int, p4: float = 0.1) -> jax.Ar
     first, second = jax.random.split(key)
     empty = jnp.zeros((rows, cols), jnp.int32)
     return spawn(second, spawn(first, empty, p4), p4)
+
+
+#: Outcomes of a move under a rules array (as :mod:`env2048.rules` numbers them).
+ILLEGAL, PLAY, SUCCESS, FAILURE = 0, 1, 2, 3
+
+
+class Rules(NamedTuple):
+    """A rules array of :mod:`env2048.rules` cell by cell, for a board of ``cells`` cells (row-major): ``fixed``
+    bool (cells,) and ``fixed_values`` int32 (cells,), the fixed tiles; ``free`` bool (cells,), where tiles may
+    spawn; ``cap`` int32, the largest exponent a free cell may hold (a move past it fails; 15 or more: never);
+    ``success_first`` bool; ``at_least`` bool (cells,) and ``at_least_exponent`` int32 (success when one of those
+    cells holds that exponent or more); ``conditions`` bool (k, cells) and ``condition_values`` int32 (k, cells)
+    (success when all of one condition's cells hold its values)."""
+
+    fixed: jax.Array
+    fixed_values: jax.Array
+    free: jax.Array
+    cap: jax.Array
+    success_first: jax.Array
+    at_least: jax.Array
+    at_least_exponent: jax.Array
+    conditions: jax.Array
+    condition_values: jax.Array
+
+
+def rules_from_array(rules: np.ndarray, cells: int) -> Rules:
+    """:class:`Rules` of a packed rules array (``uint64[8 + 2k]``, :func:`env2048.rules.make_rules`) of a board
+    of ``cells`` <= 16 cells, decoded on the host."""
+    from ..rules import AT_LEAST, AT_LEAST_MASK, CAP, FIXED_MASK, FIXED_VALUES, FREE_MASK, HEADER, N_CONDITIONS
+    from ..rules import SUCCESS_FIRST as FIRST
+
+    rules = [int(x) for x in rules]
+
+    def nibbles(word: int) -> np.ndarray:
+        return np.array([(word >> (4 * c)) & 15 for c in range(cells)], np.int32)
+
+    k = rules[N_CONDITIONS]
+    pairs = [(rules[HEADER + 2 * j], rules[HEADER + 2 * j + 1]) for j in range(k)]
+    return Rules(
+        fixed=jnp.asarray(nibbles(rules[FIXED_MASK]) == 15),
+        fixed_values=jnp.asarray(nibbles(rules[FIXED_VALUES])),
+        free=jnp.asarray(nibbles(rules[FREE_MASK]) == 15),
+        cap=jnp.int32(rules[CAP]),
+        success_first=jnp.asarray(bool(rules[FIRST])),
+        at_least=jnp.asarray(nibbles(rules[AT_LEAST_MASK]) == 15),
+        at_least_exponent=jnp.int32(rules[AT_LEAST]),
+        conditions=jnp.asarray(np.array([nibbles(m) == 15 for m, _ in pairs], bool).reshape(k, cells)),
+        condition_values=jnp.asarray(np.array([nibbles(v) for _, v in pairs], np.int32).reshape(k, cells)),
+    )
+
+
+def outcome(board: jax.Array, after: jax.Array, rules: Rules) -> jax.Array:
+    """``int32``: :data:`ILLEGAL` (the move changed nothing or moved a fixed tile), :data:`PLAY`,
+    :data:`SUCCESS` or :data:`FAILURE` for a move that took ``board`` to ``after``, as
+    :func:`env2048.rules.outcome_of` judges it."""
+    flat, before = after.reshape(-1), board.reshape(-1)
+    changed = jnp.any(flat != before)
+    kept = jnp.all(jnp.where(rules.fixed, flat == rules.fixed_values, True))
+    won = jnp.any(rules.at_least & (flat >= rules.at_least_exponent))
+    met = jnp.all(jnp.where(rules.conditions, flat[None, :] == rules.condition_values, True), axis=1)
+    won = won | jnp.any(met & jnp.any(rules.conditions, axis=1))
+    lost = (rules.cap < 15) & jnp.any(rules.free & (flat > rules.cap))
+    judged = jnp.where(won & (rules.success_first | ~lost), SUCCESS, jnp.where(lost, FAILURE, PLAY))
+    return jnp.where(changed & kept, judged, ILLEGAL).astype(jnp.int32)
+
+
+def allowed_mask(board: jax.Array, rules: Rules) -> jax.Array:
+    """``bool[4]``: the moves ``rules`` allow on ``board`` (they change it and keep every fixed tile)."""
+    return jax.vmap(lambda a: outcome(board, afterstate(board, a)[0], rules) != ILLEGAL)(jnp.arange(4))
