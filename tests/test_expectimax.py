@@ -132,7 +132,9 @@ def test_heuristic_depth_two_and_three_match_brute_force(case):
     leaf = lambda g: reference_heuristic(g, (3.0, 5.0, 0.25))  # noqa: E731
     for depth in (2, 3) if rows * cols <= 6 else (2,):
         agent = ExpectimaxAgent(rows, cols, depth=depth, heuristic=(3.0, 5.0, 0.25), cache_size=64)
-        np.testing.assert_allclose(agent.q_values(np.array(grid, np.uint8)), reference_q(grid, depth, leaf), rtol=1e-9)
+        np.testing.assert_allclose(
+            agent.q_values(np.array(grid, np.uint8)), reference_q(grid, depth, leaf), rtol=1e-9, atol=1e-12
+        )
 
 
 @pytest.fixture(scope="module")
