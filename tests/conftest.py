@@ -37,6 +37,10 @@ os.environ["SOLVED2048_NUMBA_CACHE"] = str(cache_base())
 # No precompiling worker beside the tests (solver.precompile): a cold run's first build would start one that
 # competes with the test processes for the cores; tests/test_precompile.py runs it itself.
 os.environ["SOLVED2048_PRECOMPILE"] = "0"
+# JAX's CPU backend runs each computation on every core by default; on two pytest workers sharing two cores its
+# threads would fight the other worker's, so each test process gives it one.
+if XDIST_WORKER:
+    os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
 
 def pytest_sessionstart(session):
