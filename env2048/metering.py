@@ -88,21 +88,32 @@ def note_seeds(seeds) -> None:
 
 
 @contextmanager
+def inherited(name: str, value: str):
+    """The environment variable ``name`` set to ``value`` for the ``with`` block, so that processes started
+    meanwhile inherit it; its value before (or its absence) is restored after."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
+@contextmanager
 def installed(meter):
     """Install ``meter`` for the ``with`` block (and mark child processes started meanwhile); the meter before
     it is restored after."""
     global _active
-    before, before_env = _active, os.environ.get(METERED_ENV_VAR)
+    before = _active
     _active = meter
-    os.environ[METERED_ENV_VAR] = "1"
     try:
-        yield meter
+        with inherited(METERED_ENV_VAR, "1"):
+            yield meter
     finally:
         _active = before
-        if before_env is None:
-            os.environ.pop(METERED_ENV_VAR, None)
-        else:
-            os.environ[METERED_ENV_VAR] = before_env
 
 
 @contextmanager

@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 
+from env2048.metering import inherited
+
 #: Set in the environment while tables are sealed; its value says why.
 SEALED_ENV_VAR = "SOLVED2048_SEALED"
 
@@ -47,14 +49,10 @@ def sealed(reason: str):
     """Seal the tables for the ``with`` block, ``reason`` saying why in each refusal; the state before is
     restored after."""
     global _reason
-    before, before_env = _reason, os.environ.get(SEALED_ENV_VAR)
+    before = _reason
     _reason = reason
-    os.environ[SEALED_ENV_VAR] = reason
     try:
-        yield
+        with inherited(SEALED_ENV_VAR, reason):
+            yield
     finally:
         _reason = before
-        if before_env is None:
-            os.environ.pop(SEALED_ENV_VAR, None)
-        else:
-            os.environ[SEALED_ENV_VAR] = before_env
