@@ -20,12 +20,9 @@ def reference_policy_types() -> dict[str, str]:
     """``{"module.Class": what}`` of what a trainer may not return: a spec string, or a fixed reference agent
     (an expectimax search on its heuristic is refused when the trainer returns it; its type alone, which a
     learned network played by search shares, does not tell)."""
-    from agents import GreedyAgent, OptimalAgent, RandomAgent
+    from .training import reference_agent_types
 
-    types = {
-        f"{c.__module__}.{c.__qualname__}": f"the reference agent {c.__name__}"
-        for c in (RandomAgent, GreedyAgent, OptimalAgent)
-    }
+    types = {f"{c.__module__}.{c.__qualname__}": f"the reference agent {c.__name__}" for c in reference_agent_types()}
     return {"builtins.str": "a spec string", **types}
 
 

@@ -29,6 +29,7 @@ from oracle import Oracle
 
 from .scoring import score_policy
 from .tasks import Task
+from .training import check_learned
 
 
 class TrainingMonitor:
@@ -53,8 +54,6 @@ class TrainingMonitor:
     def record(self, steps: int, policy, avoid_seeds=()) -> None:
         """Score ``policy`` now (``steps`` taken so far) for every checkpoint due; one evaluation serves them all
         (a Monte-Carlo one from a secret start none of whose games has a seed of ``avoid_seeds``)."""
-        from .training import check_learned
-
         check_learned(policy)
         rows, cols = self.task.shape
         with metering.paused():  # a Monte-Carlo score plays the runner's games, not the learner's

@@ -216,9 +216,8 @@ def train_on_task(train, task: Task, seed: int, monitor=None, progress: bool = T
     ``track``, ``budget_steps``, ``counted_steps`` (every env step and simulated move counted), ``policy_type``
     (what the trainer returned), ``train_seconds`` (checkpoints' scoring included), ``training_seeds`` (how many
     seeds the training envs were reset with) and, when the policy says, ``train_steps`` (the trainer's own word).
-    A step past the budget
-    raises :class:`experiments.suite.budget.BudgetExceeded`; a returned spec or reference agent
-    :class:`~experiments.suite.training.NotLearned`.  ``options`` go to ``train`` as keywords (a tuning trial's
+    A step past the budget raises :class:`experiments.suite.budget.BudgetExceeded`; a returned spec or reference
+    agent :class:`~experiments.suite.training.NotLearned`.  ``options`` go to ``train`` as keywords (a tuning trial's
     ``hyperparams``); ``progress``: whether the trainer may show a progress bar."""
     policy, facts, _ = _train(train, task, seed, monitor, progress, **options)
     return policy, facts

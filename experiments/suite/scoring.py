@@ -8,6 +8,7 @@ evaluation_seed=S)`` plays the same games again."""
 
 from __future__ import annotations
 
+import bisect
 import math
 import secrets
 import time
@@ -52,7 +53,8 @@ def draw_evaluation_seed(episodes: int, avoid=()) -> int:
     avoid = sorted(int(a) for a in avoid)
     while True:
         first = EVALUATION_SEEDS + secrets.randbelow(EVALUATION_SEEDS - episodes)
-        if not any(first <= a < first + episodes for a in avoid):
+        at = bisect.bisect_left(avoid, first)  # the smallest avoided seed >= first
+        if at == len(avoid) or avoid[at] >= first + episodes:
             return first
 
 

@@ -32,18 +32,24 @@ class NotLearned(ValueError):
     """A trainer returned a spec string or a fixed reference agent: nothing it learned."""
 
 
+def reference_agent_types() -> tuple[type, ...]:
+    """The fixed reference agents' classes that a trainer may never return (random, greedy, optimal); an expectimax
+    search is one only on its heuristic (:func:`check_learned`), since a learned network played by search shares
+    its class."""
+    from agents import GreedyAgent, OptimalAgent, RandomAgent
+
+    return RandomAgent, GreedyAgent, OptimalAgent
+
+
 def check_learned(policy) -> None:
     """Raise :class:`NotLearned` if ``policy``, what a trainer returned, is a spec string (``"optimal"``,
     ``"greedy"``, ``"td:PATH"``, ...) or one of the fixed reference agents (random, greedy, optimal, expectimax with
     its heuristic): those are scored as ``--agent`` on the reference track, never as what a trainer learned."""
-    from agents import GreedyAgent, OptimalAgent, RandomAgent
     from agents.expectimax import ExpectimaxAgent
 
     if isinstance(policy, str):
         what = f"the spec string {policy!r}"
-    elif isinstance(policy, RandomAgent | GreedyAgent | OptimalAgent) or (
-        isinstance(policy, ExpectimaxAgent) and policy.uses_heuristic
-    ):
+    elif isinstance(policy, reference_agent_types()) or (isinstance(policy, ExpectimaxAgent) and policy.uses_heuristic):
         what = f"the fixed reference agent {type(policy).__name__}"
     else:
         return
