@@ -129,7 +129,8 @@ class Env:
         """The state of a game standing at ``board`` (int32 (rows, cols) exponents), no step taken yet: ended
         only if no move is allowed there (for replays and planners)."""
         board = jnp.asarray(board, jnp.int32)
-        return self._state(board, 0.0, ~self.legal_moves(board).any(), 0, 0)
+        mask = self.legal_moves(board)
+        return self._state(board, 0.0, ~mask.any(), 0, 0, mask)
 
     def init(self, key: jax.Array) -> State:
         """A new game from ``key``: two tiles spawned on the empty board (an endgame: a start drawn from its
@@ -142,14 +143,18 @@ class Env:
     def step(self, state: State, action, key: jax.Array) -> State:
         """The game after ``action`` (0..3) and, if the move was legal, a spawn drawn from ``key``.  A finished
         game stays as it is, with reward 0."""
-        after, _, _ = afterstate(state.board, action)
+        move = afterstate(state.board, action)
         free = None if self.pattern is None else self.rules.free
-        return self.step_chance(state, action, sample_chance(key, after, self.p4, free))
+        return self._advance(state, move, sample_chance(key, move[0], self.p4, free))
 
     def step_chance(self, state: State, action, outcome) -> State:
         """:meth:`step` with the spawn given: chance outcome ``outcome`` (``2 * cell + k``, see
         :mod:`env2048.jax.game`; ignored after an illegal move), for replays and planners."""
-        after, merged, moved = afterstate(state.board, action)
+        return self._advance(state, afterstate(state.board, action), outcome)
+
+    def _advance(self, state: State, move, outcome) -> State:
+        """The step of :meth:`step` and :meth:`step_chance`, from the move's ``(after, merged, moved)``."""
+        after, merged, moved = move
         if self.pattern is None:
             full = jnp.all(after != 0)
             board = jnp.where(moved & ~full, apply_chance(after, outcome), after)

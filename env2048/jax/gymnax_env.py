@@ -23,7 +23,7 @@ from gymnax.environments import environment, spaces
 
 from ..shape import longest_game
 from .env import Env
-from .game import afterstate, legal_action_mask, sample_chance
+from .game import legal_action_mask
 
 
 @struct.dataclass
@@ -58,12 +58,7 @@ class Game2048Gymnax(environment.Environment):
 
     def step_env(self, key, state: Game2048State, action, params: Game2048Params):
         game = self.game
-        after, _, _ = afterstate(state.board, action)
-        stepped = game.step_chance(
-            game._state(state.board, 0.0, state.terminated, state.score, state.time),
-            action,
-            sample_chance(key, after, game.p4),
-        )
+        stepped = game.step(game._state(state.board, 0.0, state.terminated, state.score, state.time), action, key)
         new = Game2048State(
             time=state.time + 1, board=stepped.board, score=stepped.score, terminated=stepped.terminated
         )
