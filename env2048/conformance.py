@@ -71,6 +71,21 @@ def move_cases(rng: np.random.Generator, rows: int, cols: int, n: int, top: int 
     }
 
 
+def played_boards(rows: int, cols: int, n: int, games: int = 500, seed: int = 0) -> np.ndarray:
+    """``uint8 (n, rows, cols)``: the boards of uniformly random legal play in ``games`` games at once (the native
+    vector env from ``seed``, each game restarted when over): reachable boards, repeats included."""
+    from .vector import Game2048VectorEnv
+
+    env = Game2048VectorEnv(games, rows, cols)
+    obs, _ = env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    boards = []
+    for _ in range(-(-n // games)):
+        boards.append(np.asarray(obs, np.uint8).reshape(games, rows, cols).copy())
+        obs, *_ = env.step(np.argmax(np.where(env.action_masks(), rng.random((games, 4)), -1.0), axis=1))
+    return np.concatenate(boards)[:n]
+
+
 def legal_masks(boards: np.ndarray) -> np.ndarray:
     """``bool (n, 4)``: the legal moves of ``uint8 (n, rows, cols)`` boards, by the numba kernel."""
     n, rows, cols = boards.shape

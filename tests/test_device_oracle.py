@@ -8,23 +8,9 @@ import pytest
 
 jax = pytest.importorskip("jax")
 
-from env2048 import Game2048VectorEnv  # noqa: E402
+from env2048.conformance import played_boards  # noqa: E402
 from oracle import Oracle  # noqa: E402
 from oracle.device import DeviceOracle, host_keys  # noqa: E402
-
-
-def played_boards(rows: int, cols: int, games: int, steps: int, seed: int = 0) -> np.ndarray:
-    """``uint8 (games * steps, rows, cols)``: the boards of random legal play, ``games`` at once, restarted when
-    over (reachable boards, repeats included)."""
-    env = Game2048VectorEnv(games, rows, cols)
-    obs, info = env.reset(seed=seed)
-    rng = np.random.default_rng(seed)
-    boards = []
-    for _ in range(steps):
-        boards.append(np.asarray(obs, np.uint8).reshape(games, rows, cols).copy())
-        scores = np.where(env.action_masks(), rng.random((games, 4)), -1.0)
-        obs, *_ = env.step(np.argmax(scores, axis=1))
-    return np.concatenate(boards)
 
 
 def check_against_host(host: Oracle, boards: np.ndarray) -> None:
@@ -51,7 +37,7 @@ def test_the_device_labels_equal_the_host_oracle_on_the_2x3_score_table(table_2x
     """100,000 boards of random games (every reachable 2x3 state many times over); a board beyond the table (a
     4096, whose key would need a larger radix) is flagged, not truncated into another board's key."""
     with Oracle.open(table_2x3) as host:
-        check_against_host(host, played_boards(2, 3, 250, 400))
+        check_against_host(host, played_boards(2, 3, 100_000, games=250))
         device = DeviceOracle.from_oracle(host)
     q, missing = device.lookup_q(np.array([[[12, 0, 0], [0, 0, 1]]]))
     assert bool(missing[0]) and np.isnan(np.asarray(q)[0, 3])
@@ -65,7 +51,7 @@ def test_the_device_labels_a_goal_game_and_flags_boards_not_in_the_table(tmp_pat
 
     build(SolveSpec.parse("2x3", "tile:5"), tmp_path / "t.h5", progress=False)
     with Oracle.open(tmp_path / "t.h5") as host:
-        boards = played_boards(2, 3, 100, 100, seed=1)
+        boards = played_boards(2, 3, 10_000, games=100, seed=1)
         boards = boards[boards.max(axis=(1, 2)) < 5]
         check_against_host(host, boards)
         device = DeviceOracle.from_oracle(host)

@@ -17,24 +17,10 @@ import time
 import numpy as np
 
 
-def random_boards(rows: int, cols: int, n: int, seed: int = 0) -> np.ndarray:
-    """``uint8 (n, rows, cols)``: the boards of random legal play in 500 games at once, restarted when over."""
-    from env2048 import Game2048VectorEnv
-
-    games = 500
-    env = Game2048VectorEnv(games, rows, cols)
-    obs, _ = env.reset(seed=seed)
-    rng = np.random.default_rng(seed)
-    boards = []
-    for _ in range(-(-n // games)):
-        boards.append(np.asarray(obs, np.uint8).reshape(games, rows, cols).copy())
-        obs, *_ = env.step(np.argmax(np.where(env.action_masks(), rng.random((games, 4)), -1.0), axis=1))
-    return np.concatenate(boards)[:n]
-
-
 def main(argv=None) -> int:
     import jax
 
+    from env2048.conformance import played_boards
     from experiments.suite.tasks import checked_table, get_task
     from oracle import Oracle
     from oracle.device import DeviceOracle
@@ -47,7 +33,7 @@ def main(argv=None) -> int:
     for name in args.tasks.split(","):
         task = get_task(name)
         rows, cols = task.shape
-        boards = random_boards(rows, cols, args.boards)
+        boards = played_boards(rows, cols, args.boards)
         goal = task.spec().objective
         if goal.startswith("tile:"):  # boards past the goal are not the game's
             boards = boards[boards.max(axis=(1, 2)) < int(goal.split(":")[1])]
