@@ -212,3 +212,15 @@ def jits_the_jax_moves(run, budget_steps, seed):
 
     jax.jit(afterstate)(jnp.zeros(run.shape, jnp.int32), 0)
     return FirstLegalMove()
+
+
+def vmaps_the_counted_games(run, budget_steps, seed):
+    """The run's counted JAX games, vmapped over many keys: each call would step several batches and charge one."""
+    import jax
+    import jax.numpy as jnp
+
+    games = run.make_jax_games(4)
+    state = games.reset(jax.random.key(seed))
+    keys = jax.random.split(jax.random.key(seed + 1), 8)
+    jax.vmap(games.step, in_axes=(None, None, 0))(state, jnp.zeros(4, jnp.int32), keys)
+    return FirstLegalMove()

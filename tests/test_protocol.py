@@ -138,7 +138,14 @@ def test_the_jax_game_refuses_to_play_uncounted(tmp_path, capsys, trainer, what)
     pytest.importorskip("jax")
     assert run_cli(tmp_path, trainer) != 0
     err = capsys.readouterr().err
-    assert f"env2048.jax.{what}: the JAX game's moves cannot be counted against a training run's budget yet" in err
+    assert f"env2048.jax.{what}: the bare JAX game's moves cannot be counted against a training run's budget" in err
+    assert "run.make_jax_games" in err
+
+
+def test_the_counted_jax_games_cannot_be_vmapped_into_uncounted_batches(tmp_path, capsys):
+    pytest.importorskip("jax")
+    assert run_cli(tmp_path, "vmaps_the_counted_games") != 0
+    assert "Cannot `vmap` ordered IO callback" in capsys.readouterr().err
 
 
 def test_an_env_only_trainer_cannot_simulate_the_game(tmp_path, capsys):

@@ -7,7 +7,7 @@ shape of the array).  Exponents up to :data:`MAX_EXPONENT` are exact (a merge's 
 Batch with ``jax.vmap``.  Actions: UP=0, RIGHT=1, DOWN=2, LEFT=3, as everywhere in the project.
 
 While a suite trainer trains (a step meter is installed, :mod:`env2048.metering`) the moves and spawns refuse to
-run, as they are traced: moves inside jitted code cannot be counted yet.
+be traced, except inside :class:`env2048.jax.counted.CountedGames`, which charges the meter for every step.
 
 The chance step after a legal move places one tile in a uniformly chosen empty cell: a 2 (exponent 1) with
 probability ``1 - p4``, a 4 (exponent 2) with ``p4``.  Its outcomes are numbered ``2 * cell + k`` (cell in
@@ -16,6 +16,8 @@ row-major order, k = 0 for a 2, 1 for a 4), ``2 * rows * cols`` in all.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from typing import NamedTuple
 
 import jax
@@ -24,14 +26,35 @@ import numpy as np
 
 from .. import metering
 
+_permission = threading.local()
+
+
+def counting() -> bool:
+    """Whether the game is being made or traced inside :class:`env2048.jax.counted.CountedGames`, which charges
+    the installed meter for every step it runs."""
+    return getattr(_permission, "depth", 0) > 0
+
+
+@contextlib.contextmanager
+def counted():
+    """Let the game be made and traced while a meter is installed, for the ``with`` block: only
+    :mod:`env2048.jax.counted` uses it, around the steps it charges."""
+    _permission.depth = getattr(_permission, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _permission.depth -= 1
+
 
 def refuse_if_metered(what: str) -> None:
-    """Refuse the JAX game while a step meter is installed (a suite trainer trains, :mod:`env2048.metering`): its
-    moves, inside jitted code, cannot be counted yet."""
-    if metering.active() is not None:
+    """Refuse the bare game while a step meter is installed (a suite trainer trains, :mod:`env2048.metering`):
+    its moves, inside jitted code, would go uncounted.  :class:`env2048.jax.counted.CountedGames` (a run's
+    ``make_jax_games``) is the counted way in."""
+    if metering.active() is not None and not counting():
         raise metering.UncountedStepError(
-            f"{what}: the JAX game's moves cannot be counted against a training run's budget yet; a suite trainer "
-            "plays through run.make_env, run.make_vec_env or run.simulator"
+            f"{what}: the bare JAX game's moves cannot be counted against a training run's budget; a suite "
+            "trainer plays the JAX game through run.make_jax_games (env2048.jax.counted.CountedGames), or through "
+            "run.make_env, run.make_vec_env or run.simulator"
         )
 
 

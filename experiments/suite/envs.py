@@ -91,3 +91,23 @@ def make_task_vec_env(task: str | Task, n_envs: int, seed: int, reward: str, ver
         )
     vec.seed(seed)
     return vec
+
+
+def make_task_jax_games(task: str | Task, n_envs: int, version: int = SUITE_VERSION):
+    """``n_envs`` games of suite task ``task`` in JAX (:func:`env2048.jax.counted.make_counted`): the task's board
+    or endgame, its target, its reward (the merge score on score tasks, 1 for a success otherwise), an illegal
+    move ending the game (v2's rule; the JAX game has no other)."""
+    from env2048.jax.counted import make_counted
+
+    t = _task(task, version)
+    if t.invalid_action != "terminate":
+        raise ValueError(
+            f"task {t.name} (suite v{t.version}) lets an illegal move {t.invalid_action!r}; the JAX game ends the game "
+            "on one, as suite v2's tasks do"
+        )
+    rows, cols = t.shape
+    p4 = t.spec().p4
+    if t.pattern is not None:
+        return make_counted(rows, cols, n_envs, target=t.target, pattern=t.pattern, p4=p4)
+    target = None if t.kind == "score" else 1 << t.spec().target_exponent
+    return make_counted(rows, cols, n_envs, target=target, p4=p4)

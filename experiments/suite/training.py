@@ -152,6 +152,14 @@ class TrainingRun:
 
         return counted_vec_env(make_task_vec_env(self.__task, n_envs, seed, reward), self.budget)
 
+    def make_jax_games(self, n_envs: int):
+        """``n_envs`` games of the task in JAX (extra ``jax``) as a :class:`env2048.jax.counted.CountedGames`: the
+        task's game and reward (an illegal move ends the game), every step charged to the budget when the
+        compiled code runs (once per ``rollout``)."""
+        from .envs import make_task_jax_games
+
+        return make_task_jax_games(self.__task, n_envs)
+
     def simulator(self) -> CountedSimulator:
         """The game's rules, every simulated move counted (``known-rules`` track only)."""
         if self.budget.track != "known-rules":
