@@ -35,3 +35,15 @@ def learner_runs(tasks, seeds: int = 5, **fields) -> dict[str, list[dict]]:
         ]
         for task in tasks
     }
+
+
+def jax_ppo_small(task, budget_steps: int, seed: int):
+    """The suite's JAX PPO trainer with a small network and rollout (quick to compile and train in a test)."""
+    from experiments.suite.trainers import jax_ppo
+
+    small = {"net_arch": [16], "n_envs": 8, "n_steps": 16, "batch_size": 64}
+    return jax_ppo(task, budget_steps, seed, hyperparams=small)
+
+
+jax_ppo_small.track = "env-only"
+jax_ppo_small.checkpoints = True

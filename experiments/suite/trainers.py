@@ -16,6 +16,8 @@
   with the task's hyperparameter file ``experiments/suite/hyperparams/maskable_ppo/TASK.toml`` (one per task,
   as RL Baselines3 Zoo keeps them), one-hot observations, action masks, trained on the run's counted envs for
   the whole rollouts that fit in the budget, on the task's own game and reward.
+- ``experiments.suite.trainers:jax_ppo`` (``env-only`` track): PPO in JAX (:mod:`agents.jax_ppo`, extra ``jax``)
+  with MaskablePPO's settings (``hyperparams/jax_ppo/TASK.toml``), trained on the run's counted JAX games.
 - ``experiments.suite.trainers:dqn`` (``env-only`` track): SB3's DQN or sb3-contrib's QR-DQN with the task's file
   ``hyperparams/dqn/TASK.toml``, one-hot observations, no action masks (an illegal move ends the game).
 
@@ -266,6 +268,43 @@ def maskable_ppo_shaped(task, budget_steps: int, seed: int, hyperparams=None):
 
 maskable_ppo_shaped.track = "env-only"
 maskable_ppo_shaped.checkpoints = True
+
+
+#: The keys a JAX PPO file must set: MaskablePPO's but ``policy`` (the network is always two tanh MLPs).
+JAX_PPO_KEYS = tuple(k for k in PPO_KEYS if k != "policy")
+
+
+def jax_ppo(task, budget_steps: int, seed: int, hyperparams=None):
+    """PPO in JAX (:mod:`agents.jax_ppo`, extra ``jax``) with the task's file ``hyperparams/jax_ppo/TASK.toml``
+    (MaskablePPO's settings: the same network, rollout, epochs and minibatches), on the run's counted JAX games
+    (``run.make_jax_games``: every rollout charged to the budget before it runs), for the whole rollouts that fit
+    in the budget, on the task's own game and reward.  With ``run --curve``, each rollout's moves go to
+    ``run.record_moves`` and the policy to ``run.checkpoint`` when one is due.  Returns a
+    :class:`agents.jax_ppo.JaxPPOPolicy` (deterministic: the network's most probable legal move)."""
+    from agents.jax_ppo import JaxPPOPolicy, PPOConfig, train
+
+    run = as_run(task, budget_steps, "env-only")
+    hp = with_overrides(load_hyperparams("jax_ppo", run.name, JAX_PPO_KEYS), hyperparams)
+    reward = "score" if run.kind == "score" else "goal"
+    if hp["reward"] != reward:
+        raise ValueError(
+            f"jax_ppo/{run.name}.toml: reward {hp['reward']!r}, but the JAX game pays the task's own reward, "
+            f"{reward!r}, on this task"
+        )
+    config = PPOConfig.from_hyperparams(hp)
+    steps = _whole_units(run, budget_steps, config.rollout_steps, "rollout")
+    games = run.make_jax_games(config.n_envs)
+
+    def between(runner, _steps_done):
+        if run.checkpoint_due():
+            run.checkpoint(JaxPPOPolicy.from_runner(runner, games.env))
+
+    record = run.record_moves if run.records_curve else None
+    return train(games, config, steps, seed, between=between, record=record, progress=run.progress)
+
+
+jax_ppo.track = "env-only"
+jax_ppo.checkpoints = True
 
 
 #: The keys a DQN or QR-DQN file must set.
