@@ -86,6 +86,29 @@ def played_boards(rows: int, cols: int, n: int, games: int = 500, seed: int = 0)
     return np.concatenate(boards)[:n]
 
 
+def played_endgame_boards(pattern, n: int, target: int | None = None, seed: int = 0) -> np.ndarray:
+    """``uint8 (n, rows, cols)``: the boards of uniformly random allowed play in an endgame
+    (:class:`env2048.endgame.Endgame2048Env` of ``pattern``, anything :func:`env2048.pattern.load_pattern` takes,
+    and ``target``), game after game from ``seed``, each board before its move: reachable boards, repeats
+    included."""
+    from .endgame import Endgame2048Env
+
+    env = Endgame2048Env(pattern, target, invalid_action="terminate")
+    rng = np.random.default_rng(seed)
+    boards, game = [], 0
+    while len(boards) < n:
+        obs, info = env.reset(seed=seed + game)
+        game, done = game + 1, False
+        while not done and len(boards) < n:
+            boards.append(np.asarray(obs, np.uint8).copy())
+            allowed = np.flatnonzero(info["action_mask"])
+            if allowed.size == 0:
+                break
+            obs, _, terminated, truncated, info = env.step(int(rng.choice(allowed)))
+            done = terminated or truncated
+    return np.stack(boards).reshape(n, env.rows, env.cols)
+
+
 def legal_masks(boards: np.ndarray) -> np.ndarray:
     """``bool (n, 4)``: the legal moves of ``uint8 (n, rows, cols)`` boards, by the numba kernel."""
     n, rows, cols = boards.shape

@@ -13,69 +13,97 @@ The table lives in two device arrays, ``keys`` (each stored afterstate's key, so
 which the jitted functions take as arguments (:func:`q_values`, :func:`value`, :func:`regret`), so that a training
 step that labels its boards compiles once and never embeds the table as a constant.
 
-A key is the afterstate's base-B rank, ``sum(e[c] * B**c)`` over the cells (B the largest exponent stored, plus
-one), minimized over the board's symmetries (8 if square, 4 otherwise), as the tables store one board per
-symmetry class.  It is a uint32 when B**cells < 2**32 (the 2x3, 2x4, 3x3 and 3x3-512 tables): JAX without x64
-keeps no 64-bit integer, so a board whose key would not fit is refused rather than truncated.  Endgame tables
-are not served here yet.
+A key is the afterstate's base-B rank, ``sum(e[c] * B**j)`` over the ranked cells (every cell, or an endgame's
+free cells; B the largest exponent stored there, plus one), minimized over the table's symmetries (8 on a square
+board, 4 otherwise, an endgame's own group), as the tables store one board per symmetry class.  JAX without x64
+keeps no 64-bit integer, so a key is one uint32 when ``B**cells`` fits (the 2x3, 2x4, 3x3 and 3x3-512 tables, and
+the 256 endgames' ten free cells), else a pair (high, low) searched lexicographically (t-512); a board beyond the
+table (an exponent of B or more) is flagged, never truncated into another board's key.
 """
 
 from __future__ import annotations
 
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from env2048 import board as B
-from env2048.jax.game import afterstate
-from env2048.tables import symmetry_tables
+from env2048.jax.game import FAILURE, ILLEGAL, SUCCESS, Rules, afterstate, outcome, rules_from_array
 
-#: Keys are uint32.
-KEY_LIMIT = 1 << 32
+#: Each word of a key is a uint32.
+WORD = 1 << 32
 
 
-def _rank_weights(rows: int, cols: int, base: int) -> np.ndarray:
-    """``int64[cells]``: ``base**c`` for each cell; a clear error if the ranks would not fit a uint32."""
-    if base ** (rows * cols) > KEY_LIMIT:
+class KeyLayout(NamedTuple):
+    """How a board's key is computed: ``perms`` (the table's symmetry group, ``image[d] = board[perm[d]]``, as
+    tuples), ``free`` (the cells the key ranks, row-major: every cell, or an endgame's free cells), ``base`` (the
+    radix: the largest exponent stored there, plus one) and ``low`` (how many of the ranked cells go in the low
+    word; all of them when one word holds the rank)."""
+
+    perms: tuple[tuple[int, ...], ...]
+    free: tuple[int, ...]
+    base: int
+    low: int
+
+    @property
+    def words(self) -> int:
+        return 1 if self.low == len(self.free) else 2
+
+
+def key_layout(perms, free, base: int) -> KeyLayout:
+    """The :class:`KeyLayout` of ``base``-ary ranks of the ``free`` cells: one uint32 if ``base**len(free)`` fits,
+    else a pair (high, low), and a clear error if a pair would not hold it either."""
+    free = tuple(int(c) for c in free)
+    low = 0
+    while low < len(free) and base ** (low + 1) <= WORD:
+        low += 1
+    if base ** (len(free) - low) > WORD:
         raise NotImplementedError(
-            f"a {rows}x{cols} table with exponents up to {base - 1}: base-{base} keys of {rows * cols} cells do not "
-            "fit 32 bits, and JAX without x64 keeps no 64-bit integer (pairs of words are not implemented yet)"
+            f"base-{base} keys of {len(free)} cells need more than two 32-bit words (JAX without x64 keeps no "
+            "64-bit integer); the device serves tables whose keys fit two"
         )
-    return base ** np.arange(rows * cols, dtype=np.int64)
+    return KeyLayout(tuple(tuple(int(c) for c in p) for p in np.asarray(perms)), free, int(base), low)
 
 
-def host_keys(boards: np.ndarray, rows: int, cols: int, base: int) -> np.ndarray:
-    """``uint32[n]``: the keys of exponent boards ``uint8 (n, rows, cols)`` (the minimum rank over the
-    symmetries), computed on the host."""
-    flat = np.asarray(boards, np.int64).reshape(len(boards), -1)
-    perms, _ = symmetry_tables(rows, cols)
-    weights = _rank_weights(rows, cols, base)
-    ranks = np.stack([flat[:, perm] @ weights for perm in perms])
-    return ranks.min(axis=0).astype(np.uint32)
+def host_keys(boards: np.ndarray, layout: KeyLayout) -> np.ndarray:
+    """The keys of exponent boards ``uint8 (n, rows, cols)`` (the least rank over the symmetries), on the host:
+    ``uint32 (n,)`` for one word, ``uint32 (n, 2)`` (high, low) for two."""
+    flat = np.asarray(boards, np.uint64).reshape(len(boards), -1)
+    weights = np.array([layout.base**j for j in range(layout.low)], np.uint64)
+    high_weights = np.array([layout.base**j for j in range(len(layout.free) - layout.low)], np.uint64)
+    best = None
+    for perm in layout.perms:
+        ranked = flat[:, np.asarray(perm)][:, np.asarray(layout.free, np.int64)]
+        key = (ranked[:, layout.low :] @ high_weights) * np.uint64(WORD) + ranked[:, : layout.low] @ weights
+        best = key if best is None else np.minimum(best, key)
+    if layout.words == 1:
+        return best.astype(np.uint32)
+    return np.stack([best >> np.uint64(32), best & np.uint64(WORD - 1)], axis=1).astype(np.uint32)
 
 
 class DeviceOracle:
-    """A table's afterstate values on the device (see the module docstring).  ``keys`` uint32[m] sorted,
-    ``values`` float32[m]; ``rows``, ``cols``, ``base`` (keys' radix), ``score`` (Q = reward + V, else success
-    probabilities: a move that makes ``goal_exponent`` is worth 1); ``static``: those settings as the keywords of
-    the module's jittable functions."""
+    """A table's afterstate values on the device (see the module docstring).  ``keys`` uint32 ``(m,)`` or ``(m,
+    2)`` sorted, ``values`` float32 ``(m,)``, ``rules`` the game's :class:`env2048.jax.Rules` (legal moves,
+    success, failure); ``layout`` the :class:`KeyLayout`, ``score`` (Q = reward + V, else success
+    probabilities); ``static``: the settings the module's jittable functions take as keywords."""
 
-    def __init__(self, keys, values, rows: int, cols: int, base: int, score: bool, goal_exponent: int | None):
+    def __init__(self, keys, values, rules: Rules, rows: int, cols: int, layout: KeyLayout, score: bool):
         self.keys, self.values = jnp.asarray(keys, jnp.uint32), jnp.asarray(values, jnp.float32)
-        self.rows, self.cols, self.base, self.score = rows, cols, base, score
-        self.goal_exponent = goal_exponent
-        self.static = {"rows": rows, "cols": cols, "base": base, "score": score, "goal": goal_exponent or 0}
+        self.rules, self.rows, self.cols, self.layout, self.score = rules, rows, cols, layout, score
+        self.static = {"rows": rows, "cols": cols, "layout": layout, "score": score}
+
+    @property
+    def base(self) -> int:
+        return self.layout.base
 
     @classmethod
     def from_oracle(cls, oracle) -> DeviceOracle:
-        """The device copy of an open host :class:`oracle.Oracle` of a plain board (score or ``tile:K``)."""
+        """The device copy of an open host :class:`oracle.Oracle` (a v2 table: a board's game to its score or a
+        tile, or an endgame)."""
         spec = oracle.spec
-        if spec.pattern is not None:
-            raise NotImplementedError(f"{spec.describe()}: endgame tables are not served on the device yet")
-        if spec.objective != "score" and not spec.objective.startswith("tile:"):
-            raise NotImplementedError(f"{spec.describe()}: objective {spec.objective!r} is not served on the device")
         if not hasattr(oracle.table, "afterstates_of"):
             raise NotImplementedError(
                 f"{oracle.path} is a format v{oracle.format_version} table: the device reads v2 tables "
@@ -88,74 +116,113 @@ class DeviceOracle:
             values.append(np.asarray(v, np.float64))
         ids, values = np.concatenate(ids), np.concatenate(values)
         boards = B.unpack(ids, spec.rows, spec.cols).reshape(len(ids), spec.rows, spec.cols)
-        base = int(boards.max()) + 1 if len(ids) else 2
-        keys = host_keys(boards, spec.rows, spec.cols, base)
-        order = np.argsort(keys, kind="stable")
-        goal = int(spec.objective.split(":")[1]) if spec.objective.startswith("tile:") else None
-        return cls(keys[order], values[order].astype(np.float32), spec.rows, spec.cols, base, goal is None, goal)
+        cells = spec.rows * spec.cols
+        fixed = set(spec.pattern.fixed_cells) if spec.pattern is not None else set()
+        free = [c for c in range(cells) if c not in fixed]
+        stored = boards.reshape(len(ids), -1)[:, free]
+        layout = key_layout(spec.tables.sym_perm, free, int(stored.max()) + 1 if len(ids) else 2)
+        keys = host_keys(boards, layout)
+        order = np.lexsort(keys.T[::-1]) if keys.ndim == 2 else np.argsort(keys, kind="stable")
+        rules = rules_from_array(spec.rules, cells)
+        score = spec.pattern is None and spec.objective == "score"
+        return cls(keys[order], values[order].astype(np.float32), rules, spec.rows, spec.cols, layout, score)
 
     def lookup_q(self, boards) -> tuple[jax.Array, jax.Array]:
         """``(q float32 (n, 4), missing bool (n,))`` of exponent boards ``(n, rows, cols)``: NaN for an illegal
         move; ``missing`` where a legal move's afterstate is not in the table (its Q NaN too)."""
-        return lookup_q(self.keys, self.values, jnp.asarray(boards, jnp.int32), **self.static)
+        return lookup_q(self.keys, self.values, self.rules, jnp.asarray(boards, jnp.int32), **self.static)
 
     def q_values(self, boards) -> jax.Array:
         return self.lookup_q(boards)[0]
 
     def value(self, boards) -> jax.Array:
         """``float32 (n,)``: V*, the best legal move's Q (0 where no move is legal)."""
-        return value(self.keys, self.values, jnp.asarray(boards, jnp.int32), **self.static)
+        return value(self.keys, self.values, self.rules, jnp.asarray(boards, jnp.int32), **self.static)
 
     def regret(self, boards, actions) -> jax.Array:
         """``float32 (n,)``: max Q* − Q*(action) (NaN for an illegal action)."""
-        return regret(self.keys, self.values, jnp.asarray(boards, jnp.int32), jnp.asarray(actions), **self.static)
+        boards, actions = jnp.asarray(boards, jnp.int32), jnp.asarray(actions)
+        return regret(self.keys, self.values, self.rules, boards, actions, **self.static)
 
 
-def _key(board: jax.Array, rows: int, cols: int, base: int) -> jax.Array:
-    """The device key of one board (uint32): the minimum base-``base`` rank over its symmetries."""
-    perms, _ = symmetry_tables(rows, cols)
-    weights = jnp.asarray(_rank_weights(rows, cols, base).astype(np.uint32))
+def _key(board: jax.Array, layout: KeyLayout) -> tuple[jax.Array, jax.Array]:
+    """``(high, low)`` uint32 of one board's key (high 0 for one word): the least rank over the symmetries."""
     flat = board.reshape(-1).astype(jnp.uint32)
-    return jnp.min(jnp.stack([jnp.sum(flat[jnp.asarray(perm)] * weights) for perm in perms]))
+    low_weights = jnp.asarray([layout.base**j for j in range(layout.low)], jnp.uint32)
+    n_high = len(layout.free) - layout.low
+    high_weights = jnp.asarray([layout.base**j for j in range(n_high)], jnp.uint32)
+    best_high = best_low = None
+    for perm in layout.perms:
+        ranked = flat[jnp.asarray(perm)][jnp.asarray(layout.free)]
+        low = jnp.sum(ranked[: layout.low] * low_weights)
+        high = jnp.sum(ranked[layout.low :] * high_weights) if n_high else jnp.uint32(0)
+        if best_high is None:
+            best_high, best_low = high, low
+        else:
+            better = (high < best_high) | ((high == best_high) & (low < best_low))
+            best_high, best_low = jnp.where(better, high, best_high), jnp.where(better, low, best_low)
+    return best_high, best_low
 
 
-def _q_one(keys, values, board, rows, cols, base, score, goal):
+def _find(keys: jax.Array, high: jax.Array, low: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(index, found)``: where the key sits in ``keys`` (sorted; ``(m,)`` one word, ``(m, 2)`` pairs searched
+    lexicographically by bisection)."""
+    m = keys.shape[0]
+    if keys.ndim == 1:
+        at = jnp.clip(jnp.searchsorted(keys, low), 0, m - 1)
+        return at, keys[at] == low
+
+    def halve(_, bounds):
+        lo, hi = bounds
+        mid = (lo + hi) // 2
+        less = (keys[mid, 0] < high) | ((keys[mid, 0] == high) & (keys[mid, 1] < low))
+        return jnp.where(less, mid + 1, lo), jnp.where(less, hi, mid)
+
+    at, _ = jax.lax.fori_loop(0, max(1, m).bit_length() + 1, halve, (jnp.int32(0), jnp.int32(m)))
+    at = jnp.clip(at, 0, m - 1)
+    return at, (keys[at, 0] == high) & (keys[at, 1] == low)
+
+
+def _q_one(keys, values, rules, board, rows, cols, layout, score):
     def action_q(action):
-        after, reward, moved = afterstate(board, action)
-        key = _key(jnp.minimum(after, base - 1), rows, cols, base)
-        at = jnp.clip(jnp.searchsorted(keys, key), 0, keys.shape[0] - 1)
-        stored = (keys[at] == key) & (after.max() < base)
-        v = jnp.where(stored, values[at], jnp.nan)
-        made = (goal > 0) & (after.max() >= goal)
+        after, reward, _ = afterstate(board, action)
+        verdict = outcome(board, after, rules)
+        capped = jnp.minimum(after, layout.base - 1)
+        at, found = _find(keys, *_key(capped, layout))
+        ranked = after.reshape(-1)[jnp.asarray(layout.free)]
+        stored = found & (ranked.max() < layout.base)
         r = reward.astype(jnp.float32) if score else jnp.float32(0.0)
-        q = jnp.where(made, r + 1.0, r + v)
-        return jnp.where(moved, q, jnp.nan), moved & ~made & ~stored
+        q = jnp.where(verdict == SUCCESS, r + 1.0, jnp.where(verdict == FAILURE, r, r + values[at]))
+        play = verdict != ILLEGAL
+        unknown = play & (verdict != SUCCESS) & (verdict != FAILURE) & ~stored
+        return jnp.where(play & ~unknown, q, jnp.nan), unknown
 
     q, missing = jax.vmap(action_q)(jnp.arange(4))
     return q, missing.any()
 
 
-_STATIC = ("rows", "cols", "base", "score", "goal")
+_STATIC = ("rows", "cols", "layout", "score")
 
 
 @partial(jax.jit, static_argnames=_STATIC)
-def lookup_q(keys, values, boards, *, rows, cols, base, score, goal):
+def lookup_q(keys, values, rules, boards, *, rows, cols, layout, score):
     """Jittable: ``(q float32 (n, 4), missing bool (n,))`` of ``boards`` int32 (n, rows, cols), given a
-    :class:`DeviceOracle`'s ``keys`` and ``values`` (arguments, not constants) and its static settings."""
-    return jax.vmap(lambda b: _q_one(keys, values, b, rows, cols, base, score, goal))(boards)
+    :class:`DeviceOracle`'s ``keys``, ``values`` and ``rules`` (arguments, not constants) and its static
+    settings."""
+    return jax.vmap(lambda b: _q_one(keys, values, rules, b, rows, cols, layout, score))(boards)
 
 
 @partial(jax.jit, static_argnames=_STATIC)
-def value(keys, values, boards, *, rows, cols, base, score, goal):
+def value(keys, values, rules, boards, *, rows, cols, layout, score):
     """Jittable: V* of ``boards`` (float32 (n,); 0 where no move is legal)."""
-    q, _ = lookup_q(keys, values, boards, rows=rows, cols=cols, base=base, score=score, goal=goal)
+    q, _ = lookup_q(keys, values, rules, boards, rows=rows, cols=cols, layout=layout, score=score)
     legal = ~jnp.isnan(q)
     return jnp.where(legal.any(axis=1), jnp.max(jnp.where(legal, q, -jnp.inf), axis=1), 0.0)
 
 
 @partial(jax.jit, static_argnames=_STATIC)
-def regret(keys, values, boards, actions, *, rows, cols, base, score, goal):
+def regret(keys, values, rules, boards, actions, *, rows, cols, layout, score):
     """Jittable: max Q* − Q*(action) of each board's action (float32 (n,); NaN for an illegal action)."""
-    q, _ = lookup_q(keys, values, boards, rows=rows, cols=cols, base=base, score=score, goal=goal)
+    q, _ = lookup_q(keys, values, rules, boards, rows=rows, cols=cols, layout=layout, score=score)
     best = jnp.max(jnp.where(jnp.isnan(q), -jnp.inf, q), axis=1)
     return best - jnp.take_along_axis(q, jnp.asarray(actions, jnp.int32)[:, None], axis=1)[:, 0]

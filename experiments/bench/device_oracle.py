@@ -1,11 +1,11 @@
-"""Exact labels on the device against the host oracle, on the suite's board tables: Q* of boards of random games,
+"""Exact labels on the device against the host oracle, on the suite's tables: Q* of boards of random games,
 and the speed of both.
 
-    python -m experiments.bench.device_oracle [--tasks 2x3,2x4,3x3,3x3-512] [--boards 100000]
+    python -m experiments.bench.device_oracle [--tasks 2x3,2x4,3x3,3x3-512,L3-256,442-256,t-512] [--boards 100000]
 
-For each task, ``--boards`` boards of random legal play (reachable ones, repeats included) are labelled by the
-host :class:`oracle.Oracle` (float64) and by :class:`oracle.device.DeviceOracle` (float32, jitted); prints the
-boards whose legal moves differ or whose Q* differ by more than float32 rounding (0 expected), the largest relative
+For each task, ``--boards`` boards of random legal play (reachable ones, repeats included; in an endgame, random
+allowed play) are labelled by the host :class:`oracle.Oracle` (float64) and by
+:class:`oracle.device.DeviceOracle` (float32, jitted); prints the boards whose legal moves differ or whose Q* differ by more than float32 rounding (0 expected), the largest relative
 difference, and the boards per second of each (compile excluded).
 """
 
@@ -20,22 +20,25 @@ import numpy as np
 def main(argv=None) -> int:
     import jax
 
-    from env2048.conformance import played_boards
+    from env2048.conformance import played_boards, played_endgame_boards
     from experiments.suite.tasks import checked_table, get_task
     from oracle import Oracle
     from oracle.device import DeviceOracle
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--tasks", default="2x3,2x4,3x3,3x3-512")
+    p.add_argument("--tasks", default="2x3,2x4,3x3,3x3-512,L3-256,442-256,t-512")
     p.add_argument("--boards", type=int, default=100_000)
     args = p.parse_args(argv)
     bad_total = 0
     for name in args.tasks.split(","):
         task = get_task(name)
         rows, cols = task.shape
-        boards = played_boards(rows, cols, args.boards)
+        if task.pattern is not None:
+            boards = played_endgame_boards(task.pattern, args.boards, task.target)
+        else:
+            boards = played_boards(rows, cols, args.boards)
         goal = task.spec().objective
-        if goal.startswith("tile:"):  # boards past the goal are not the game's
+        if task.pattern is None and goal.startswith("tile:"):  # boards past the goal are not the game's
             boards = boards[boards.max(axis=(1, 2)) < int(goal.split(":")[1])]
         with Oracle.open(checked_table(task)[0]) as host:
             start = time.perf_counter()
