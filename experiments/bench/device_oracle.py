@@ -5,8 +5,9 @@ and the speed of both.
 
 For each task, ``--boards`` boards of random legal play (reachable ones, repeats included; in an endgame, random
 allowed play) are labelled by the host :class:`oracle.Oracle` (float64) and by
-:class:`oracle.device.DeviceOracle` (float32, jitted); prints the boards whose legal moves differ or whose Q* differ by more than float32 rounding (0 expected), the largest relative
-difference, and the boards per second of each (compile excluded).
+:class:`oracle.device.DeviceOracle` (float32, jitted); prints the boards whose legal moves differ or whose Q*
+differ by more than float32 rounding (0 expected), the largest relative difference, and the boards per second of
+each (compile excluded).
 """
 
 from __future__ import annotations
