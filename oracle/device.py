@@ -68,6 +68,20 @@ def key_layout(perms, free, base: int) -> KeyLayout:
     return KeyLayout(tuple(tuple(int(c) for c in p) for p in np.asarray(perms)), free, int(base), low)
 
 
+#: Afterstates whose keys are computed at once when a table is copied (bounds the host's memory).
+CHUNK = 1 << 20
+
+
+def _chunks(ids: np.ndarray):
+    ids = np.asarray(ids, np.uint64)
+    for lo in range(0, len(ids), CHUNK):
+        yield ids[lo : lo + CHUNK]
+
+
+def _unpacked(ids: np.ndarray, spec) -> np.ndarray:
+    return B.unpack(ids, spec.rows, spec.cols).reshape(len(ids), spec.rows, spec.cols)
+
+
 def host_keys(boards: np.ndarray, layout: KeyLayout) -> np.ndarray:
     """The keys of exponent boards ``uint8 (n, rows, cols)`` (the least rank over the symmetries), on the host:
     ``uint32 (n,)`` for one word, ``uint32 (n, 2)`` (high, low) for two."""
@@ -109,23 +123,25 @@ class DeviceOracle:
                 f"{oracle.path} is a format v{oracle.format_version} table: the device reads v2 tables "
                 "(python -m solver convert writes one)"
             )
-        ids, values = [], []
-        for age in np.asarray(oracle.table.ages).tolist():
-            a, v = oracle.table.afterstates_of(int(age))
-            ids.append(np.asarray(a, np.uint64))
-            values.append(np.asarray(v, np.float64))
-        ids, values = np.concatenate(ids), np.concatenate(values)
-        boards = B.unpack(ids, spec.rows, spec.cols).reshape(len(ids), spec.rows, spec.cols)
         cells = spec.rows * spec.cols
         fixed = set(spec.pattern.fixed_cells) if spec.pattern is not None else set()
         free = [c for c in range(cells) if c not in fixed]
-        stored = boards.reshape(len(ids), -1)[:, free]
-        layout = key_layout(spec.tables.sym_perm, free, int(stored.max()) + 1 if len(ids) else 2)
-        keys = host_keys(boards, layout)
+        ages = np.asarray(oracle.table.ages).tolist()
+        top = 1  # the largest exponent on a ranked cell: a first pass over the ages, one at a time
+        for age in ages:
+            for part in _chunks(oracle.table.afterstates_of(int(age))[0]):
+                top = max(top, int(_unpacked(part, spec).reshape(len(part), -1)[:, free].max(initial=0)))
+        layout = key_layout(spec.tables.sym_perm, free, top + 1)
+        keys, values = [], []
+        for age in ages:
+            ids, vals = oracle.table.afterstates_of(int(age))
+            keys.extend(host_keys(_unpacked(part, spec), layout) for part in _chunks(ids))
+            values.append(np.asarray(vals, np.float32))
+        keys, values = np.concatenate(keys), np.concatenate(values)
         order = np.lexsort(keys.T[::-1]) if keys.ndim == 2 else np.argsort(keys, kind="stable")
         rules = rules_from_array(spec.rules, cells)
         score = spec.pattern is None and spec.objective == "score"
-        return cls(keys[order], values[order].astype(np.float32), rules, spec.rows, spec.cols, layout, score)
+        return cls(keys[order], values[order], rules, spec.rows, spec.cols, layout, score)
 
     def lookup_q(self, boards) -> tuple[jax.Array, jax.Array]:
         """``(q float32 (n, 4), missing bool (n,))`` of exponent boards ``(n, rows, cols)``: NaN for an illegal

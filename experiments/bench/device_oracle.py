@@ -59,6 +59,7 @@ def main(argv=None) -> int:
         bad_total += bad
         print(
             f"{name}: {len(boards):,} boards, {len(device.keys):,} afterstates on the device (base {device.base}, "
+            f"{device.layout.words}-word keys, "
             f"loaded in {load:.1f} s): {bad} disagreements, largest relative difference {rel.max():.2e}; host "
             f"{len(boards) / host_seconds / 1e6:.2f} M boards/s, device {len(boards) / device_seconds / 1e6:.2f} M "
             f"boards/s ({jax.devices()[0].platform})"
