@@ -32,6 +32,7 @@ def result(tmp_path_factory):
     return out / "2x2", json.loads((out / "2x2" / "benchmark.json").read_text())
 
 
+@pytest.mark.slow
 def test_files_and_schema(result):
     folder, data = result
     assert data["protocol_version"] == benchmark.PROTOCOL_VERSION

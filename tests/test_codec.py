@@ -169,6 +169,7 @@ def test_elias_fano_rejects_unsorted_or_out_of_universe():
         elias_fano.ef_encode(np.array([3, 10], np.uint64), 10)
 
 
+@pytest.mark.slow
 def test_real_layers_round_trip_and_stay_under_8_bits():
     """2x4 forward layers: coded, decoded back to the same IDs, and every ID found at its position."""
     spec = SolveSpec.parse("2x4")

@@ -33,6 +33,7 @@ def check_against_host(host: Oracle, boards: np.ndarray) -> None:
     assert np.isnan(r[~playable]).all()
 
 
+@pytest.mark.slow
 def test_the_device_labels_equal_the_host_oracle_on_the_2x3_score_table(table_2x3):
     """100,000 boards of random games (every reachable 2x3 state many times over); a board beyond the table (a
     4096, whose key would need a larger radix) is flagged, not truncated into another board's key."""

@@ -18,6 +18,7 @@ def python_blocks(path: Path) -> list[str]:
     return re.findall(r"^```python\n(.*?)^```", path.read_text(), flags=re.S | re.M)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES)
 def test_quick_start_code_runs(page, tmp_path, monkeypatch):
     blocks = python_blocks(ROOT / page)

@@ -34,6 +34,7 @@ def test_ids_are_registered_and_pass_the_checker():
     check_env(gym.make("Endgame2048-v0", pattern=CORNER).unwrapped, skip_render_check=True)
 
 
+@pytest.mark.slow
 def test_play_follows_the_pattern_rules_and_info_carries_exact_success_probabilities(corner_table):
     naive = NaivePattern(CORNER)
     env = gym.make("Endgame2048-v0", pattern=CORNER, oracle_table=str(corner_table))

@@ -38,6 +38,7 @@ def made_as_registered(env_id: str, **kwargs) -> gym.Env:
     return gym.make(env_id, **kwargs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env_id", CHECKED_IDS)
 def test_gymnasium_env_checker(env_id):
     """Gymnasium's checker on the env as ``gym.make`` returns it: its time limit and oracle wrappers included."""

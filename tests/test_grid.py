@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -24,6 +25,7 @@ def test_move_equals_reference(case, action):
     assert changed == (ref != grid)
 
 
+@pytest.mark.slow
 @given(
     st.sampled_from(SHAPES).flatmap(lambda shape: st.lists(boards([shape], max_exp=30), min_size=1, max_size=6)),
     st.data(),

@@ -51,6 +51,7 @@ def test_the_conformance_file_is_what_the_numba_kernels_make(fixture, tmp_path):
                 assert np.array_equal(again[kind][shape][key], value), (kind, shape, key)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", [f"{r}x{c}" for r, c in SHAPES])
 def test_moves_equal_the_numba_kernels_on_the_conformance_pairs(fixture, shape):
     pairs = fixture["pairs"][shape]
@@ -73,6 +74,7 @@ def test_moves_equal_the_numba_kernels_on_fresh_random_pairs():
         assert np.array_equal(moved, cases["legal"])
 
 
+@pytest.mark.slow
 def test_chance_outcomes_are_the_spawn_kernels_distribution():
     """Outcome 2*cell + k has (1 - p4)/e or p4/e on each of the e empty cells, and 0 elsewhere; and the spawn
     kernel, given the uniform that picks the j-th empty cell and the tile's uniform, places exactly what outcome
@@ -101,6 +103,7 @@ def test_chance_outcomes_are_the_spawn_kernels_distribution():
                     assert np.array_equal(np.asarray(ours).reshape(1, -1), spawned)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", [f"{r}x{c}" for r, c in SHAPES])
 def test_games_replay_move_for_move_and_spawn_for_spawn(fixture, shape):
     """Each game of the file (150 per shape, 1,050 in all) replayed by the pgx-style env's step_chance from its
@@ -125,6 +128,7 @@ def test_games_replay_move_for_move_and_spawn_for_spawn(fixture, shape):
     assert np.array_equal(np.asarray(ended), games["terminated"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["L3-256", "442-256", "t-512"])
 def test_endgames_replay_move_for_move_and_spawn_for_spawn(fixture, name):
     """Each endgame game of the file (150 per endgame of suite v2) replayed by the pattern env: every board,
@@ -185,6 +189,7 @@ def test_endgame_outcomes_equal_the_rules_reference():
     assert seen == {g2048.game.ILLEGAL, g2048.game.PLAY, g2048.game.SUCCESS, g2048.game.FAILURE}
 
 
+@pytest.mark.slow
 def test_the_env_follows_suite_v2s_rules():
     """Two tiles at the start; an illegal move ends the game with reward 0; a finished game does not move; the
     goal game pays 1 for the move that makes its tile and ends there; jit and vmap; bad arguments refused."""

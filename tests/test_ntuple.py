@@ -81,6 +81,7 @@ def test_td_update_on_a_hand_made_case():
     assert agent.value(b) >= 0.5 * len(naive.symmetries(grid))
 
 
+@pytest.mark.slow
 def test_seeded_training_is_reproducible_and_learning_helps(tmp_path):
     a, b = NTupleAgent(3, 3, seed=7), NTupleAgent(3, 3, seed=7)
     sa, sb = a.train(300), b.train(300)
@@ -159,6 +160,7 @@ def test_temporal_coherence_update_matches_reference():
     np.testing.assert_allclose(agent.coherence_a, a, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_staged_coherent_agent_round_trips_and_trains_on_identically(tmp_path):
     agent = NTupleAgent(3, 3, stages=4, stage_shift=7, tc=True, alpha=1.0, seed=3)
     agent.train(200)

@@ -50,11 +50,13 @@ def reachable_2x3(table_2x3):
     return ids, values
 
 
+@pytest.mark.slow
 def test_values_equal_the_stored_state_values(oracle_2x3, reachable_2x3):
     ids, values = reachable_2x3
     np.testing.assert_array_equal(oracle_2x3.value(ids), values)
 
 
+@pytest.mark.slow
 def test_q_values_match_the_independent_solver_on_raw_boards(oracle_2x3, reachable_2x3):
     ref = shared_solver(2, 3)
     rng = np.random.default_rng(0)
@@ -107,6 +109,7 @@ def test_bad_boards_raise_clear_errors(oracle_2x3, board, error, message):
         oracle_2x3.q_values(board)
 
 
+@pytest.mark.slow
 def test_bad_tables_raise_clear_errors(table_2x3, table_2x3_v1, tmp_path):
     cut = tmp_path / "cut.h5"
     cut.write_bytes(table_2x3.read_bytes()[:5000])
@@ -139,6 +142,7 @@ def largest_dataset(path):
     return name, offset, size
 
 
+@pytest.mark.slow
 def test_damaged_v2_tables_name_what_is_wrong(table_2x3, tmp_path):
     """A flipped byte (with verify), a truncated dataset, a missing age: each a TableError naming the culprit."""
     data = bytearray(table_2x3.read_bytes())
@@ -201,6 +205,7 @@ def test_v1_and_v2_oracles_agree_on_every_2x3_board(table_2x3, table_2x3_v1, rea
     np.testing.assert_allclose(v1.value(ids), v2.value(ids), rtol=rel)
 
 
+@pytest.mark.slow
 def test_directory_layout_and_memory_limit(table_2x3, tmp_path, reachable_2x3):
     """A directory table answers exactly as the one-file table, and a tiny memory limit changes nothing but
     how many layers stay open."""
@@ -223,6 +228,7 @@ class OptimalAgent:
         return int(np.flatnonzero(self.oracle.best_actions(observation))[0])
 
 
+@pytest.mark.slow
 def test_optimal_agent_has_zero_regret_and_scores_v_star(oracle_2x3):
     report = oracle_2x3.regret(OptimalAgent(oracle_2x3), episodes=400, seed=0, progress=False)
     assert report.mean_regret == 0 and report.optimal_move_rate == 1.0

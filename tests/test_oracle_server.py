@@ -118,6 +118,7 @@ def bits(a: np.ndarray) -> np.ndarray:
 # -- the same answers ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_reachable_board_answers_bit_for_bit_as_the_local_oracle(local, remote, reachable):
     states, afterstates = reachable
     assert states.size > MAX_BOARDS  # so that the client cuts the batch into several requests

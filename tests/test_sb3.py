@@ -83,6 +83,7 @@ def test_subprocess_workers_make_our_envs_by_module_prefixed_id():
         vec.close()
 
 
+@pytest.mark.slow
 def test_sb3_models_trained_on_a_v2_id_are_scored_by_the_suite(tmp_path, capsys):
     """PPO and DQN from SB3, trained a few hundred steps on the plain v2 env (no masks: an illegal move ends
     the game), are scored exactly from their saved files by ``suite run --agent sb3:PATH``; a model of another

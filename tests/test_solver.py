@@ -100,6 +100,7 @@ def test_every_value_matches_the_independent_solver(all_tables, case, fmt):
         assert (n_states, n_after, t.attrs["terminal_states"]) == (len(states), len(afterstates), terminal)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", [("2x3", "score", "random"), ("2x3", "tile:6", "random")])
 def test_best_actions_are_the_reference_argmax(all_tables, case):
     """v1: exactly the reference's optimal actions.  v2: a superset of them, equal wherever the reference's best
@@ -194,6 +195,7 @@ def checksums(path) -> dict[str, str]:
         return {name: ds.attrs["sha256"] for name, ds in t.datasets()}
 
 
+@pytest.mark.slow
 def test_result_does_not_depend_on_threads(tmp_path):
     spec = SolveSpec.parse("2x3")
     build(spec, tmp_path / "one.h5", threads=1, progress=False)
@@ -306,6 +308,7 @@ def test_held_layers_keep_what_fits_their_budget_until_released():
     assert held.get(8) is None and held.get(10)[1] is afterstates and held.nbytes == 40
 
 
+@pytest.mark.slow
 def test_backward_pass_decodes_states_or_derives_ages_journalled_without_them(tmp_path, monkeypatch):
     """With no layer held in memory, the backward pass decodes each age's states from the work directory; ages
     journalled without states (earlier releases kept afterstates only) derive them from the afterstates of ages
@@ -357,6 +360,7 @@ def test_work_dir_of_another_solve_is_refused(tmp_path):
 # -- verify and info -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("fmt", "dataset"), [(1, "state_values"), (2, "values")])
 def test_verify_passes_then_catches_a_changed_value(all_tables, tmp_path, fmt, dataset):
     src = all_tables[fmt, "2x3", "score", "random"]
@@ -468,6 +472,7 @@ def test_directory_layout_and_convert_give_the_same_datasets(all_tables, tmp_pat
     assert solver_main(["convert", str(tmp_path / "conv.h5"), str(tmp_path / "again.h5"), "--quiet"]) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=["-".join(c) for c in CASES])
 def test_verify_passes_on_every_v2_table(tables, case):
     """Residuals within the value code's bound, best actions under the table's own tie rule."""
@@ -476,6 +481,7 @@ def test_verify_passes_on_every_v2_table(tables, case):
     assert report.checked_states + report.checked_afterstates == 2000
 
 
+@pytest.mark.slow
 def test_verify_on_sampled_ages(tables, capsys):
     """``--ages K`` checks K ages drawn by size, and draws the residual samples from those ages only."""
     path = tables["2x3", "score", "random"]

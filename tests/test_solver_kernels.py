@@ -56,6 +56,7 @@ def _grid(board_id, rows, cols):
     return naive.unpack(int(board_id), rows, cols)
 
 
+@pytest.mark.slow
 @given(st.lists(boards(PACKED_SHAPES, max_exp=9), min_size=1, max_size=30))
 def test_expand_states_matches_reference(cases):
     rows, cols, _ = cases[0]

@@ -227,6 +227,7 @@ def test_a_v1_results_directory_is_refused_by_a_v2_run_and_opens_in_compare_as_v
     assert (tmp_path / "compare" / "compare.md").read_text().startswith("Suite v1, 7 tasks")
 
 
+@pytest.mark.slow
 def test_bad_input_gets_clear_errors_and_loses_nothing(tmp_path, capsys):
     with pytest.raises(TaskError, match="unknown task 'nope'.*2x4"):
         get_task("nope")
@@ -372,6 +373,7 @@ def test_the_td_trainer_keeps_to_its_budget_and_plays_each_tasks_own_game():
     assert ROUND * 200 > 3000  # the budget ends inside the first round: a round is cut, not finished
 
 
+@pytest.mark.slow
 def test_the_ppo_trainer_has_a_file_per_task_and_trains_on_the_tasks_game():
     """Every task has a complete hyperparameter file; a missing one is named; one rollout of MaskablePPO on an
     endgame (one-hot observations of the whole board, masks from the pattern's rules) gives a model that the
@@ -480,6 +482,7 @@ def test_a_run_with_curves_records_checkpoints_and_prices_every_training_move(tm
         run_suite(tmp_path / "x", 1, agent="greedy", tasks="2x4", progress=False, curve=2)
 
 
+@pytest.mark.slow
 def test_the_ppo_trainer_hands_checkpoints_and_its_moves():
     """One rollout of MaskablePPO on 2x4 in a run that takes a curve: the start's checkpoint handed (its scoring,
     an exact evaluation of the network, is the TD test's), the rollout's 4,096 moves priced from its one-hot

@@ -86,6 +86,7 @@ def test_td_s_moves_are_counted_by_its_kernel_to_the_budget():
     assert train_on_task(td, goal, seed=0)[1]["counted_steps"] == 500
 
 
+@pytest.mark.slow
 def test_a_trainer_that_steps_past_its_budget_is_stopped_and_its_finished_seeds_are_kept(tmp_path, monkeypatch):
     from experiments.suite import runner
 
@@ -128,6 +129,7 @@ def _results(path, name, track, normalized, trainer=True):
     return path
 
 
+@pytest.mark.slow
 def test_compare_keeps_tracks_apart_and_scores_each_family(tmp_path):
     """Two learners of different tracks are aggregated in their own groups, each beside the reference agents,
     with no probability of improvement across tracks unless pooling is asked for; each family's aggregate uses
@@ -171,6 +173,7 @@ def test_compare_names_two_runs_of_one_trainer_apart(tmp_path):
         compare([f"={old}", new], tmp_path / "out", reps=100)
 
 
+@pytest.mark.slow
 def test_a_budget_scale_trains_for_a_multiple_of_the_budget_and_never_enters_the_registry(tmp_path):
     from experiments.suite import registry
     from experiments.suite.trainers import td

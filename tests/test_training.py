@@ -39,6 +39,7 @@ def test_schedule_parsing():
             train_td.parse_schedule(bad)
 
 
+@pytest.mark.slow
 def test_train_ppo_saves_a_model_the_benchmark_can_load(tmp_path):
     pytest.importorskip("sb3_contrib")
     from experiments.train import ppo as train_ppo
@@ -70,6 +71,7 @@ def test_train_ppo_saves_a_model_the_benchmark_can_load(tmp_path):
         make_agent(f"ppo:{tmp_path / 'ppo' / 'model.zip'}", 3, 3)
 
 
+@pytest.mark.slow
 def test_train_ppo_learning_curve_with_log_rewards_and_exponent_boards(tmp_path):
     pytest.importorskip("sb3_contrib")
     from experiments.diagnostics.learning_curve import read_curve

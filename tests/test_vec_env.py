@@ -83,6 +83,7 @@ def test_log_rewards_and_errors():
         vec.set_attr("p4", 0.2)
 
 
+@pytest.mark.slow
 def test_sb3_wrappers_and_maskable_ppo_run_on_it():
     vec = VecCheckNan(VecNormalize(Game2048SB3VecEnv(4, 3, 3, reward="log"), norm_obs=False), raise_exception=True)
     assert is_masking_supported(vec)
@@ -96,6 +97,7 @@ def test_sb3_wrappers_and_maskable_ppo_run_on_it():
     assert masks[np.arange(4), actions].all()
 
 
+@pytest.mark.slow
 def test_oracle_and_benchmark_take_an_sb3_model(tmp_path):
     """A trained model is a policy as it is: regret, exact evaluation and the benchmark play it through
     SB3Policy (masks for MaskablePPO), also a plain PPO on exponent boards, without masks, as it was trained;
