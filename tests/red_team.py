@@ -224,3 +224,19 @@ def vmaps_the_counted_games(run, budget_steps, seed):
     keys = jax.random.split(jax.random.key(seed + 1), 8)
     jax.vmap(games.step, in_axes=(None, None, 0))(state, jnp.zeros(4, jnp.int32), keys)
     return FirstLegalMove()
+
+
+def looks_ahead_inside_its_rollout(run, budget_steps, seed):
+    """The run's counted JAX games, whose rollout charges its own steps, with a policy that simulates a step of
+    the bare game for each move it chooses (a lookahead no meter would see)."""
+    import jax
+    import jax.numpy as jnp
+
+    games = run.make_jax_games(4)
+
+    def act(carry, state, key):
+        ahead = jax.vmap(games.env.step)(state, jnp.zeros(4, jnp.int32), jax.random.split(key, 4))
+        return jnp.argmax(ahead.rewards[:, 0] * 0).astype(jnp.int32) + jnp.zeros(4, jnp.int32), None
+
+    jax.jit(lambda s, k: games.rollout(s, k, act, None, 3))(games.reset(jax.random.key(seed)), jax.random.key(1))
+    return FirstLegalMove()

@@ -30,6 +30,7 @@ from jax.experimental import io_callback
 from .. import metering
 from .env import Env, State
 from .game import counted as _counted
+from .game import not_counted as _not_counted
 
 
 def _charge_in_order(games: int, steps_each: int, *inputs) -> None:
@@ -109,7 +110,8 @@ class CountedGames:
     ):
         """``steps`` steps of every game in one ``lax.scan``, charged ``n * steps`` once, before they run.
 
-        ``act(carry, state, key) -> (actions int32 (n,), extra)`` chooses the moves; ``extra`` (any pytree) is
+        ``act(carry, state, key) -> (actions int32 (n,), extra)`` chooses the moves (under a meter it may not
+        step the bare game: a lookahead there would be uncounted simulation); ``extra`` (any pytree) is
         kept per step.  Returns ``(state, carry, (before, actions, extra, reward, done))``: the last state, the
         carry unchanged (``act`` sees it, e.g. a network's parameters), and per step (a leading axis of
         ``steps``) the state the moves were chosen on, the moves, ``extra``, the rewards and the ends."""
@@ -119,7 +121,8 @@ class CountedGames:
             def one(state_key, _):
                 state, key = state_key
                 key, choose, move = jax.random.split(key, 3)
-                actions, extra = act(carry, state, choose)
+                with _not_counted():  # the trainer's choice of moves may not step the bare game uncounted
+                    actions, extra = act(carry, state, choose)
                 after, reward, done = self._step(state, actions, move)
                 return (after, key), (state, actions, extra, reward, done)
 

@@ -46,6 +46,18 @@ def counted():
         _permission.depth -= 1
 
 
+@contextlib.contextmanager
+def not_counted():
+    """Withdraw :func:`counted`'s permission for the ``with`` block: a trainer's own code traced inside a counted
+    rollout (its choice of moves) may not step the bare game there."""
+    before = getattr(_permission, "depth", 0)
+    _permission.depth = 0
+    try:
+        yield
+    finally:
+        _permission.depth = before
+
+
 def refuse_if_metered(what: str) -> None:
     """Refuse the bare game while a step meter is installed (a suite trainer trains, :mod:`env2048.metering`):
     its moves, inside jitted code, would go uncounted.  :class:`env2048.jax.counted.CountedGames` (a run's
