@@ -56,7 +56,8 @@ def test_gymnasium_env_checker_on_the_suite_and_endgame_ids(env_id):
 
 
 @pytest.mark.parametrize(
-    "env_id", [pytest.param(i, marks=pytest.mark.slow) if i == "Game2048-v0" else i for i in PROJECT_IDS]
+    "env_id",
+    [pytest.param(i, marks=pytest.mark.slow) if i == "Game2048-v0" or i in SLOW_TABLES else i for i in PROJECT_IDS],
 )
 def test_an_agent_that_always_presses_up_ends_every_episode(env_id):
     """No registered id lets an episode run for ever: the v2 ids end the game at the first illegal UP, the others

@@ -23,6 +23,7 @@ def uniform_legal(carry, state, key):
     return jax.random.categorical(key, logits).astype(jnp.int32), None
 
 
+@pytest.mark.slow
 def test_counted_games_charge_each_step_and_each_rollout_when_the_code_runs():
     games = CountedGames(g2048.make(2, 3), 8)
     state = games.reset(jax.random.key(0))
@@ -68,6 +69,7 @@ def test_the_bare_jax_game_is_refused_under_a_meter_and_a_counted_batch_cannot_b
         jax.vmap(lambda c: games.rollout(state, jax.random.key(3), uniform_legal, c, 2)[2][1])(jnp.zeros(2))
 
 
+@pytest.mark.slow
 def test_a_counted_step_is_the_games_step_and_an_ended_game_starts_afresh():
     env = g2048.make(2, 2)
     games = CountedGames(env, 64)
@@ -143,6 +145,7 @@ def test_advantages_match_a_plain_loop():
     np.testing.assert_allclose(np.asarray(returns), want + values, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_the_host_policy_plays_the_networks_most_probable_legal_move():
     env = g2048.make(3, 3)
     params = init_params(jax.random.key(0), 9 * env.channels, (16, 8))

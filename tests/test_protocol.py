@@ -142,6 +142,7 @@ def test_the_jax_game_refuses_to_play_uncounted(tmp_path, capsys, trainer, what)
     assert "run.make_jax_games" in err
 
 
+@pytest.mark.slow
 def test_a_policy_cannot_step_the_bare_game_inside_a_counted_rollout(tmp_path, capsys):
     pytest.importorskip("jax")
     assert run_cli(tmp_path, "looks_ahead_inside_its_rollout") != 0

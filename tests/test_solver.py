@@ -132,6 +132,7 @@ def test_best_actions_are_the_reference_argmax(all_tables, case):
             assert clear > 0.99 * t.attrs["states"]
 
 
+@pytest.mark.slow
 def test_symmetric_boards_have_equal_values():
     ref = shared_solver(2, 3)
     rng = np.random.default_rng(1)
