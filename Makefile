@@ -24,8 +24,9 @@ test: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
 	$(PY) -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadscope
 
-# The quick lane, to run after every change (about a minute with warm kernel caches): every package's core
-# behaviour; tests marked slow (larger tables, Ray, the wheel, the browser, training runs) wait for make test.
+# The quick lane, to run after every change (under two minutes with warm kernel caches): every package's core
+# behaviour; tests marked slow (3 s or more warm: larger tables, Ray, the wheel, the browser, training runs, JAX
+# compiles) wait for make test.
 test-fast: $(STAMP)
 	$(PY) -m ruff check .
 	HYPOTHESIS_PROFILE=dev $(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadscope
