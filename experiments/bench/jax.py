@@ -143,21 +143,16 @@ def ppo_flops_per_step(obs_dim: int, arch, n_epochs: int) -> int:
 
 
 def sb3_ppo(hp: dict, steps: int) -> float:
+    """Steps/s of MaskablePPO on task 3x3 as the suite's trainer builds it (its vector env, rewards scaled by
+    ``VecNormalize``, the model from the same settings), ``steps`` steps from seed 0."""
     from sb3_contrib import MaskablePPO
-    from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.vec_env import VecNormalize
 
-    from agents.vec_env import Game2048SB3VecEnv
+    from experiments.suite.envs import make_task_vec_env
+    from experiments.suite.trainers import PPO_KEYS, _sb3_model
 
-    vec = Game2048SB3VecEnv(hp["n_envs"], 3, 3, obs_mode="onehot", reward="score", invalid_action="terminate")
-    vec.seed(0)
-    vec = VecNormalize(vec, norm_obs=False, norm_reward=True, gamma=hp["gamma"])
-    keys = ("n_steps", "batch_size", "n_epochs", "learning_rate", "gamma", "gae_lambda", "ent_coef")
-    model = MaskablePPO(
-        "MlpPolicy", vec, **{k: hp[k] for k in keys}, seed=0, device="cpu", verbose=0,
-        policy_kwargs={"net_arch": list(hp["net_arch"])},
-    )  # fmt: skip
-    model.set_logger(Logger(folder=None, output_formats=[]))
+    vec = VecNormalize(make_task_vec_env("3x3", hp["n_envs"], 0, "score"), norm_obs=False, gamma=hp["gamma"])
+    model = _sb3_model(MaskablePPO, {**hp, "policy": "MlpPolicy"}, vec, 0, PPO_KEYS)
     start = time.perf_counter()
     model.learn(total_timesteps=steps)
     return model.num_timesteps / (time.perf_counter() - start)
