@@ -9,9 +9,9 @@ Q*, V* and regret of batches of boards, equal to the host :class:`oracle.Oracle`
     q = device.q_values(boards)                 # float32 (n, 4), NaN for an illegal move
     q, missing = device.lookup_q(boards)        # and bool (n,): a legal move's afterstate is not in the table
 
-The table lives in two device arrays, ``keys`` (each stored afterstate's key, sorted) and ``values`` (float32),
-which the jitted functions take as arguments (:func:`q_values`, :func:`value`, :func:`regret`), so that a training
-step that labels its boards compiles once and never embeds the table as a constant.
+The table lives in device arrays, ``keys`` (each stored afterstate's key, sorted), ``values`` (float32) and the
+game's ``rules``, which the jitted functions take as arguments (:func:`lookup_q`, :func:`value`, :func:`regret`), so
+that a training step that labels its boards compiles once and never embeds the table as a constant.
 
 A key is the afterstate's base-B rank, ``sum(e[c] * B**j)`` over the ranked cells (every cell, or an endgame's
 free cells; B the largest exponent stored there, plus one), minimized over the table's symmetries (8 on a square
