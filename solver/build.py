@@ -60,10 +60,11 @@ class BuildReport:
 
 
 def set_threads(threads: int | None) -> int:
-    """Use ``threads`` numba threads (default: all); returns the number in use."""
+    """Use ``threads`` numba threads in the calling thread (default: the number it uses now,
+    ``numba.get_num_threads()``: every core numba sees unless the caller set fewer); returns the number in use."""
     limit = numba.config.NUMBA_NUM_THREADS
     if threads is None:
-        threads = limit
+        threads = numba.get_num_threads()
     if not 1 <= int(threads) <= limit:
         raise ValueError(f"--threads must be between 1 and {limit} (the cores numba sees), got {threads}")
     numba.set_num_threads(int(threads))
@@ -271,12 +272,18 @@ def build(
     Finished ages are kept in ``work_dir`` (default ``OUT.work``); running the same build again after an
     interruption resumes from the last finished age.  The work directory is removed after success unless
     ``keep_work``.  With ``progress``, bars show the passes, and the kernels numba compiles on first use
-    (:func:`env2048.compile_progress.compile_progress`).
+    (:func:`env2048.compile_progress.compile_progress`).  ``threads``: numba threads for the build (default: the
+    calling thread's ``numba.get_num_threads()``, every core unless set lower); the caller's count is restored
+    after it.
     """
     check_unsealed(f"solving {spec.describe()}")
     precompile.start(spec)  # a cold cache: the backward kernels compile in a second process meanwhile
-    with compile_progress(progress):
-        return _build(spec, out, work_dir, threads, progress, keep_work, format_version, layout)
+    before = numba.get_num_threads()
+    try:
+        with compile_progress(progress):
+            return _build(spec, out, work_dir, threads, progress, keep_work, format_version, layout)
+    finally:
+        numba.set_num_threads(before)
 
 
 def _build(spec, out, work_dir, threads, progress, keep_work, format_version, layout) -> BuildReport:
