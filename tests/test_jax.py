@@ -27,6 +27,8 @@ def fixture():
 #: One jitted function for every batch, so that each shape compiles once (batches of :data:`BATCH` pairs).
 MOVES = jax.jit(jax.vmap(g2048.afterstate))
 BATCH = 2000
+#: Every move of each board at once.
+ALL_MOVES = jax.jit(jax.vmap(g2048.afterstates))
 
 
 def jax_moves(boards: np.ndarray, actions: np.ndarray):
@@ -60,6 +62,10 @@ def test_moves_equal_the_numba_kernels_on_the_conformance_pairs(fixture, shape):
     assert np.array_equal(moved, pairs["legal"])
     masks = np.asarray(jax.vmap(g2048.legal_action_mask)(jnp.asarray(pairs["boards"], jnp.int32)))
     assert np.array_equal(masks, legal_masks(pairs["boards"]))
+    every = ALL_MOVES(jnp.asarray(pairs["boards"], jnp.int32))  # all four moves: the pair's action among them
+    taken = [np.asarray(x)[np.arange(len(pairs["actions"])), pairs["actions"]] for x in every]
+    assert np.array_equal(taken[0], pairs["after"]) and np.array_equal(taken[1], pairs["reward"])
+    assert np.array_equal(taken[2], pairs["legal"]) and np.array_equal(np.asarray(every[2]), masks)
 
 
 @pytest.mark.slow

@@ -8,8 +8,8 @@ kernels, a pgx-style environment and a gymnax one.
     state = jax.jit(env.init)(jax.random.key(0))
     state = jax.jit(env.step)(state, 3, jax.random.key(1))
 
-The chance step on its own, for planners and stochastic MuZero: :func:`afterstate`, :func:`chance_outcomes`,
-:func:`apply_chance` (:mod:`env2048.jax.game`).
+The chance step on its own, for planners and stochastic MuZero: :func:`afterstate` (:func:`afterstates`: all
+four moves at once), :func:`chance_outcomes`, :func:`apply_chance` (:mod:`env2048.jax.game`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from .game import (
     MAX_EXPONENT,
     Rules,
     afterstate,
+    afterstates,
     allowed_mask,
     apply_chance,
     chance_outcomes,
@@ -41,6 +42,7 @@ __all__ = [
     "Env",
     "State",
     "afterstate",
+    "afterstates",
     "apply_chance",
     "chance_outcomes",
     "legal_action_mask",

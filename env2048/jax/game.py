@@ -121,6 +121,24 @@ def afterstate(board: jax.Array, action) -> tuple[jax.Array, jax.Array, jax.Arra
     return after, jnp.where(moved, reward, 0), moved
 
 
+def afterstates(board: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """All four moves at once, in action order (UP, RIGHT, DOWN, LEFT): ``(after int32 (4, rows, cols), reward
+    int32 (4,), moved bool (4,))``, each what :func:`afterstate` gives for that action.  Each direction is slid
+    once (``afterstate`` slides rows and columns both, and keeps one), so a planner or a labeller that needs
+    every move does half the work."""
+    refuse_if_metered("env2048.jax.afterstates")
+    board = jnp.asarray(board, jnp.int32)
+    rows, cols = board.shape
+    row_out, row_reward = _slide_rows(jnp.concatenate([board, board[:, ::-1]]))  # LEFT's rows, then RIGHT's
+    col_out, col_reward = _slide_rows(jnp.concatenate([board.T, board[::-1, :].T]))  # UP's columns, then DOWN's
+    after = jnp.stack([col_out[:cols].T, row_out[rows:, ::-1], col_out[cols:].T[::-1, :], row_out[:rows]])
+    reward = jnp.stack(
+        [col_reward[:cols].sum(), row_reward[rows:].sum(), col_reward[cols:].sum(), row_reward[:rows].sum()]
+    )
+    moved = jnp.any(after != board[None], axis=(1, 2))
+    return after, jnp.where(moved, reward, 0), moved
+
+
 def legal_action_mask(board: jax.Array) -> jax.Array:
     """``bool[4]``: the moves that change ``board``, as :func:`env2048.grid.legal_bits` finds them (a move is
     legal iff a neighbour pair toward its wall has a tile behind an empty cell or an equal tile)."""
