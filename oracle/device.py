@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from env2048 import board as B
-from env2048.jax.game import FAILURE, ILLEGAL, SUCCESS, Rules, afterstate, outcome, rules_from_array
+from env2048.jax.game import FAILURE, ILLEGAL, SUCCESS, Rules, afterstates, outcome, rules_from_array
 
 #: Each word of a key is a uint32.
 WORD = 1 << 32
@@ -200,21 +200,16 @@ def _find(keys: jax.Array, high: jax.Array, low: jax.Array) -> tuple[jax.Array, 
 
 
 def _q_one(keys, values, rules, board, rows, cols, layout, score):
-    def action_q(action):
-        after, reward, _ = afterstate(board, action)
-        verdict = outcome(board, after, rules)
-        capped = jnp.minimum(after, layout.base - 1)
-        at, found = _find(keys, *_key(capped, layout))
-        ranked = after.reshape(-1)[jnp.asarray(layout.free)]
-        stored = found & (ranked.max() < layout.base)
-        r = reward.astype(jnp.float32) if score else jnp.float32(0.0)
-        q = jnp.where(verdict == SUCCESS, r + 1.0, jnp.where(verdict == FAILURE, r, r + values[at]))
-        play = verdict != ILLEGAL
-        unknown = play & (verdict != SUCCESS) & (verdict != FAILURE) & ~stored
-        return jnp.where(play & ~unknown, q, jnp.nan), unknown
-
-    q, missing = jax.vmap(action_q)(jnp.arange(4))
-    return q, missing.any()
+    afters, rewards, _ = afterstates(board)  # (4, rows, cols), every move slid once
+    verdicts = jax.vmap(lambda after: outcome(board, after, rules))(afters)
+    high, low = jax.vmap(lambda after: _key(jnp.minimum(after, layout.base - 1), layout))(afters)
+    at, found = jax.vmap(lambda h, lo: _find(keys, h, lo))(high, low)
+    stored = found & (afters.reshape(4, -1)[:, jnp.asarray(layout.free)].max(axis=1) < layout.base)
+    r = rewards.astype(jnp.float32) if score else jnp.zeros(4, jnp.float32)
+    q = jnp.where(verdicts == SUCCESS, r + 1.0, jnp.where(verdicts == FAILURE, r, r + values[at]))
+    play = verdicts != ILLEGAL
+    unknown = play & (verdicts != SUCCESS) & (verdicts != FAILURE) & ~stored
+    return jnp.where(play & ~unknown, q, jnp.nan), unknown.any()
 
 
 _STATIC = ("rows", "cols", "layout", "score")

@@ -14,6 +14,9 @@ vector env, and PPO training steps/s against SB3's MaskablePPO, in one run, as a
   set-up included), JAX PPO ``--jax-steps`` after one compiled update; the GFLOP/s of each from the MLPs'
   multiply-adds (forward on every rollout step; forward and backward, 3x the forward, on every epoch's sample).
   The small network (``--small-arch``, default 32x32) is timed the same way.
+- **Exact labels**: Q* of 65,536 3x3 boards of random games (``--oracle-boards``) by the host
+  :class:`oracle.Oracle` and by :class:`oracle.device.DeviceOracle` (jitted, compile excluded, the best of 3
+  calls), boards/s; the suite's 3x3 table is built on first use (about a minute; ``--skip oracle`` leaves it out).
 - ``--peak``: the machine's peak GFLOP/s to print beside (default: measured, float32 matmul of 2,048 squared).
 """
 
@@ -197,11 +200,12 @@ def main(argv=None) -> int:
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="fewer steps (a check that it runs, not figures)")
-    p.add_argument("--skip", default="", help="comma-separated: sb3, pgx, jumanji, numba, small")
+    p.add_argument("--skip", default="", help="comma-separated: sb3, pgx, jumanji, numba, small, oracle")
     p.add_argument("--sb3-steps", type=int, default=200_000)
     p.add_argument("--jax-steps", type=int, default=2_000_000)
     p.add_argument("--small-arch", default="32,32")
     p.add_argument("--peak", type=float, default=None)
+    p.add_argument("--oracle-boards", type=int, default=65_536)
     args = p.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
     skip = {"ours" if s == "jax" else s for s in skip}
@@ -253,7 +257,30 @@ def main(argv=None) -> int:
         gf = rate * ppo_flops_per_step(obs_dim, arch, hp["n_epochs"]) / 1e9
         vs = f"{rate / sb3:.2f}x" if sb3 else ""
         print(f"| JAX PPO | {list(arch)} | {rate:,.0f} | {gf:.1f} | {vs} | {compile_s:.1f} |")
+    if "oracle" not in skip:
+        n = 1024 if args.quick else args.oracle_boards
+        host, device = oracle_labels(n)
+        print(f"\n| Q* of {n:,} 3x3 boards | boards/s |\n|---|---:|")
+        print(f"| host Oracle | {host / 1e6:.2f} M |\n| DeviceOracle | {device / 1e6:.2f} M |")
     return 0
+
+
+def oracle_labels(n: int) -> tuple[float, float]:
+    """Boards per second of the host :class:`oracle.Oracle` and of :class:`oracle.device.DeviceOracle` labelling
+    ``n`` 3x3 boards of random games with Q*."""
+    import jax
+
+    from env2048.conformance import played_boards
+    from experiments.suite.tasks import checked_table, get_task
+    from oracle import Oracle
+    from oracle.device import DeviceOracle
+
+    boards = played_boards(3, 3, n)
+    with Oracle.open(checked_table(get_task("3x3"))[0]) as host:
+        device = DeviceOracle.from_oracle(host)
+        host_rate = n / _best(lambda: host.q_values(boards))
+    labelled = jax.numpy.asarray(boards)
+    return host_rate, n / _best(lambda: jax.block_until_ready(device.q_values(labelled)))
 
 
 if __name__ == "__main__":
