@@ -154,8 +154,10 @@ def local_tables(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("game", list(CUTS))
 def test_tables_are_identical_to_the_local_build(local_tables, tmp_path, game):
+    """On two threads (a test worker's default is one, as in the other builds here)."""
     spec = SolveSpec.parse(*game[:2], 0.1, game[2])
-    report = build_by_material(spec, tmp_path / "t", *CUTS[game], progress=False)
+    with numba_threads(2):
+        report = build_by_material(spec, tmp_path / "t", *CUTS[game], progress=False)
     assert checksums_of(tmp_path / "t") == checksums_of(local_tables[spec])
     assert report.attrs["states"] > 0 and not (tmp_path / "t.work").exists()
 
