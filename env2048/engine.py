@@ -3,8 +3,9 @@
 Randomness: each environment owns a 64-bit generator state ``key`` drawn from its ``np_random`` when it is
 seeded.  Kernels advance it with SplitMix64 (:func:`next_uniform`) to get the uniforms a spawn needs (one for
 the cell, one for the tile), so the random numbers are made inside the parallel kernel with no Python
-round trip.  A reset draws 4 uniforms, a legal move 2, an illegal move none.  Single and vector envs share
-these kernels, so one seed gives the same game in both.
+round trip.  A reset draws 4 uniforms, a legal move 2, an illegal move none (2 with ``invalid_action="spawn"``,
+where it spawns a tile too).  Single and vector envs share these kernels, so one seed gives the same game in
+both.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from .grid import grid_age, grid_max_exponent, legal_bits, move_inplace, spawn_i
 INVALID_NOOP = 0
 INVALID_TERMINATE = 1
 INVALID_RAISE = 2
-INVALID_MODES = {"noop": INVALID_NOOP, "terminate": INVALID_TERMINATE, "raise": INVALID_RAISE}
+#: The rule of "Beyond 2048" (seed 003): a move that changes nothing still ends the turn, and a tile spawns.
+INVALID_SPAWN = 3
+INVALID_MODES = {"noop": INVALID_NOOP, "terminate": INVALID_TERMINATE, "raise": INVALID_RAISE, "spawn": INVALID_SPAWN}
 NO_GOAL = 255
 
 _GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
@@ -61,8 +64,9 @@ def _reset_one(b, i, p4, key):
 
 
 @numba.njit(cache=True, inline="always")
-def _step_one(b, after, i, rows, cols, action, p4, key, lines):
-    """Move board i, then spawn after a legal move; ``after[i]`` receives the afterstate.
+def _step_one(b, after, i, rows, cols, action, p4, key, lines, spawn_illegal):
+    """Move board i, then spawn after a legal move (after an illegal one too with ``spawn_illegal``: the board
+    unchanged, a tile in one of its empty cells); ``after[i]`` receives the afterstate.
 
     Returns ``(reward, legal, key)``.
     """
@@ -72,6 +76,8 @@ def _step_one(b, after, i, rows, cols, action, p4, key, lines):
     if legal:
         for c in range(b.shape[1]):
             b[i, c] = after[i, c]
+        key = _spawn(b, i, p4, key)
+    elif spawn_illegal:
         key = _spawn(b, i, p4, key)
     return reward, legal, key
 
@@ -96,16 +102,17 @@ def reset_kernel(board, rows, cols, p4, key):
 
 
 @numba.njit(cache=True)
-def step_kernel(board, rows, cols, action, p4, key, lines):
+def step_kernel(board, rows, cols, action, p4, key, lines, spawn_illegal):
     """Single env step.
 
     ``board``: ``uint8[1, cells]`` and ``key``: ``uint64[1]``, updated in place; ``lines``: the shape's
-    :func:`env2048.tables.line_tables_for`.  Returns ``(obs
+    :func:`env2048.tables.line_tables_for`; ``spawn_illegal``: an illegal move spawns a tile
+    (``invalid_action="spawn"``).  Returns ``(obs
     uint8[rows, cols], afterstate uint8[rows, cols], mask bool[4], reward, legal, game_over, max_exponent,
     age)``.
     """
     after = np.empty_like(board)
-    reward, legal, key[0] = _step_one(board, after, 0, rows, cols, action, p4, key[0], lines)
+    reward, legal, key[0] = _step_one(board, after, 0, rows, cols, action, p4, key[0], lines, spawn_illegal)
     bits = legal_bits(board, 0, rows, cols)
     mask = np.empty((1, 4), np.bool_)
     _write_mask(mask, 0, bits)
@@ -159,7 +166,8 @@ def _vector_step(
             after_valid[i] = False
             reward[i] = 0.0
         else:
-            r, legal, keys[i] = _step_one(boards, after, i, rows, cols, actions[i], p4, keys[i], lines)
+            spawn_illegal = invalid_mode == INVALID_SPAWN
+            r, legal, keys[i] = _step_one(boards, after, i, rows, cols, actions[i], p4, keys[i], lines, spawn_illegal)
             after_valid[i] = True
             reward[i] = r
             if legal:

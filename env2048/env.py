@@ -13,6 +13,7 @@ from .board import check_p4
 from .engine import (
     INVALID_MODES,
     INVALID_RAISE,
+    INVALID_SPAWN,
     INVALID_TERMINATE,
     NO_GOAL,
     draw_key,
@@ -109,7 +110,8 @@ class Game2048Env(gym.Env):
     ## Arguments
     ``Game2048Env(rows=4, cols=4, p4=0.1, goal_tile=None, invalid_action="noop", obs_mode="exponent",
     render_mode=None)``: rows and cols in [2, 8]; ``p4`` in [0, 1]; ``goal_tile`` a power of two >= 8 or None;
-    ``invalid_action`` one of ``"noop"`` (board unchanged, reward 0, counted), ``"terminate"`` or ``"raise"``;
+    ``invalid_action`` one of ``"noop"`` (board unchanged, reward 0, counted), ``"terminate"``, ``"raise"`` or
+    ``"spawn"`` (reward 0, counted, and a tile spawns as after a legal move: the rule of "Beyond 2048");
     ``render_mode`` ``"ansi"`` (text grid) or ``"rgb_array"`` (``uint8 (H, W, 3)``).
 
     ## Version History
@@ -188,7 +190,7 @@ class Game2048Env(gym.Env):
             raise IllegalActionError(f"{ACTION_NAMES[a]} ({a}) is illegal here; legal moves: {legal}")
         metering.charge(1)
         obs, after, mask, reward, legal, game_over, max_exp, age = step_kernel(
-            self._board, self.rows, self.cols, a, self.p4, self._key, self._lines
+            self._board, self.rows, self.cols, a, self.p4, self._key, self._lines, self._invalid_mode == INVALID_SPAWN
         )
         self._mask = mask
         if legal:

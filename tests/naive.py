@@ -75,6 +75,18 @@ def spawn_outcomes(grid: list[list[int]], p4: float) -> list[tuple[list[list[int
     return out
 
 
+def turn(grid: list[list[int]], action: int, p4: float, spawn_after_illegal: bool = False):
+    """``(outcomes, reward, legal)`` of one turn: the boards it can end on with their probabilities (the move, then
+    one spawn), the move's reward and whether it changed the board.  An illegal move spawns nothing, unless
+    ``spawn_after_illegal`` (the rule of "Beyond 2048", seed 003: a tile appears at the start of every turn); a
+    board with no empty cell stays as it is."""
+    after, reward = move(grid, action)
+    moved = after != grid
+    if not moved and not spawn_after_illegal:
+        return [(grid, 1.0)], 0, False
+    return spawn_outcomes(after, p4) or [(after, 1.0)], reward, moved
+
+
 def pack(grid: list[list[int]]) -> int:
     cols = len(grid[0])
     return sum(v << (4 * (r * cols + c)) for r, row in enumerate(grid) for c, v in enumerate(row))

@@ -169,6 +169,29 @@ def test_illegal_action_modes():
                 env.step(bad)
 
 
+def test_the_spawn_rule_spawns_a_tile_after_an_illegal_move_too():
+    """invalid_action="spawn" (seed 003's rule): moves drawn among all four, as its random agent does; every turn
+    ends on a board the slow reference's turn can make, the game ends when no move can change the board, and an
+    illegal move counts as one, with reward 0."""
+    env = Game2048Env(3, 3, invalid_action="spawn")
+    rng = np.random.default_rng(7)
+    spawned_after_illegal = 0
+    for episode in range(15):
+        obs, info = env.reset(seed=episode)
+        terminated = False
+        while not terminated:
+            grid, a = obs.tolist(), int(rng.integers(4))
+            outcomes, want_reward, legal = naive.turn(grid, a, 0.1, spawn_after_illegal=True)
+            before = info
+            obs, reward, terminated, truncated, info = env.step(a)
+            assert obs.tolist() in [g for g, _ in outcomes] and reward == want_reward and not truncated
+            assert terminated == (not any(naive.legal(obs.tolist())))
+            assert info["illegal_moves"] == before["illegal_moves"] + (not legal)
+            assert info["moves"] == before["moves"] + legal and info["age"] == naive.age(obs.tolist())
+            spawned_after_illegal += not legal and obs.tolist() != grid
+    assert spawned_after_illegal > 0
+
+
 def test_goal_tile_ends_episode():
     env = Game2048Env(3, 3, goal_tile=16)
     rng = np.random.default_rng(1)

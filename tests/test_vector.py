@@ -9,7 +9,9 @@ import pytest
 from env2048 import Game2048Env, Game2048VectorEnv, IllegalActionError
 
 
-@pytest.mark.parametrize("rows,cols,invalid", [(2, 2, "noop"), (3, 3, "noop"), (4, 3, "terminate"), (3, 5, "noop")])
+@pytest.mark.parametrize(
+    "rows,cols,invalid", [(2, 2, "noop"), (3, 3, "noop"), (4, 3, "terminate"), (3, 5, "noop"), (3, 3, "spawn")]
+)
 def test_vector_env_equals_single_envs(rows, cols, invalid):
     n, seed = 5, 42
     vec = Game2048VectorEnv(n, rows, cols, invalid_action=invalid)
