@@ -1,0 +1,168 @@
+"""Seed 003's tables ("Beyond 2048: AI models for extended 2048", Tables I-V and VIII) beside ours: the share of
+games whose largest tile is each value, and the mean score and turns, of a random player on 2x2 ... 6x6 boards.
+
+    python -m experiments.bench.extended [--games 2x2:100000,3x3:100000,4x4:100000,5x5:20000,6x6:10000] [--seed 0]
+
+Per board, three columns:
+
+- **paper**: the paper's random agent (its tables; the number of games it played is not stated);
+- **spawn**: ours under the paper's rule, ``invalid_action="spawn"``: a direction drawn among all four each turn,
+  and a tile spawned after a move that changes nothing too;
+- **legal**: ours with the v2 game's moves: a direction drawn among the legal ones (under ``"noop"`` an illegal
+  move changes nothing and spawns nothing, so drawing among all four plays the same games).
+
+Our shares carry their 95% Wilson interval.  A row is marked ``*`` where the paper's figure lies outside it
+widened by the paper's rounding to 0.1 points.  The paper's own sampling error is unknown, as its number of
+games is: per board, the bench prints the most games the paper could have played for every row to agree with
+ours at 95% (each row's difference within 1.96 standard errors of a difference of two shares).  The games run on
+:class:`env2048.Game2048VectorEnv`, each of its envs a fixed quota of games (stopping at a total count instead
+would favour short games).  Expectimax and n-tuple TD do not play boards beyond 16 cells yet, so the paper's
+columns for them are not compared here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+
+#: Seed 003, the random agent: percent of games whose largest tile is each value (Tables I-V).
+PAPER_RANDOM = {
+    (2, 2): {4: 39.1, 8: 46.1, 16: 14.7, 32: 0.1},
+    (3, 3): {4: 0.1, 8: 6.2, 16: 37.0, 32: 48.9, 64: 7.7, 128: 0.1, 256: 0.0},
+    (4, 4): {16: 0.5, 32: 10.6, 64: 44.3, 128: 39.4, 256: 5.2, 512: 0.0},
+    (5, 5): {64: 0.9, 128: 7.7, 256: 35.2, 512: 47.6, 1024: 8.6, 2048: 0.0},
+    (6, 6): {512: 0.4, 1024: 7.0, 2048: 28.1, 4096: 51.7, 8192: 12.8, 16384: 0.0},
+}
+#: Seed 003, Table VIII: the random agent's average score and average number of moves, by board side.
+PAPER_RANDOM_MEANS = {2: (20.668, 7.11), 3: (170.68, 33.206), 4: (960.136, 113.757), 5: (6023.824, 451.989),
+                      6: (66793.524, 3184.35)}  # fmt: skip
+DEFAULT_GAMES = "2x2:100000,3x3:100000,4x4:100000,5x5:20000,6x6:10000"
+#: Envs stepped at once.
+ENVS = 500
+
+
+def play_random(rows: int, cols: int, games: int, rule: str, seed: int) -> dict:
+    """``games`` games of a random player: ``rule`` ``"spawn"`` (directions among all four, seed 003's rule) or
+    ``"legal"`` (among the legal ones, the v2 moves).  Returns ``{"max_tile": int64 (games,), "score": float64
+    (games,), "turns": int64 (games,)}``: each game's largest tile, score and turns (illegal ones included)."""
+    from env2048 import Game2048VectorEnv
+    from env2048.engine import sample_legal_actions
+
+    n = min(ENVS, games)
+    quota = np.full(n, games // n) + (np.arange(n) < games % n)
+    env = Game2048VectorEnv(n, rows, cols, invalid_action="spawn" if rule == "spawn" else "noop")
+    rng = np.random.default_rng(seed)
+    _, info = env.reset(seed=seed)
+    done = np.zeros(n, np.int64)
+    out = {"max_tile": [], "score": [], "turns": []}
+    while (done < quota).any():
+        if rule == "spawn":
+            actions = rng.integers(0, 4, n)
+        else:
+            actions = sample_legal_actions(info["action_mask"], rng.random(n))
+        _, _, terminated, truncated, info = env.step(actions)
+        if truncated.any():
+            raise RuntimeError("a game reached the env's time limit: a random game should end long before")
+        for i in np.flatnonzero(terminated & (done < quota)):
+            out["max_tile"].append(int(info["max_tile"][i]))
+            out["score"].append(float(info["score"][i]))
+            out["turns"].append(int(info["moves"][i] + info["illegal_moves"][i]))
+        done += terminated
+    return {key: np.asarray(values) for key, values in out.items()}
+
+
+def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a proportion, ``(low, high)`` in [0, 1]."""
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def shares(max_tiles: np.ndarray, tiles) -> dict[int, tuple[float, float, float]]:
+    """Per tile value: (percent of games whose largest tile it is, 95% interval low, high), in percent."""
+    n = len(max_tiles)
+    result = {}
+    for tile in tiles:
+        k = int((max_tiles == tile).sum())
+        low, high = wilson(k, n)
+        result[tile] = (100 * k / n, 100 * low, 100 * high)
+    return result
+
+
+def paper_games_bound(paper: dict[int, float], ours: dict[int, tuple[float, float, float]], n: int) -> float:
+    """The most games the paper could have played for each of its rows to lie within 1.96 standard errors of the
+    difference from ours (``n`` games), after its rounding to 0.1 points; ``inf`` if our games' own error covers
+    every row's difference."""
+    bound = math.inf
+    for tile, percent in paper.items():
+        share, gap = percent / 100, max(0.0, abs(percent - ours[tile][0]) - 0.05) / 100
+        spread = share * (1 - share)
+        if gap == 0 or spread == 0:
+            continue
+        room = (gap / 1.96) ** 2 - (ours[tile][0] / 100) * (1 - ours[tile][0] / 100) / n
+        if room > 0:  # else our share's own error covers the difference, whatever the paper's games
+            bound = min(bound, spread / room)
+    return bound
+
+
+def parse_games(text: str) -> dict[tuple[int, int], int]:
+    games = {}
+    for item in text.split(","):
+        shape, _, count = item.partition(":")
+        rows, _, cols = shape.partition("x")
+        try:
+            key, value = (int(rows), int(cols)), int(count)
+        except ValueError:
+            raise SystemExit(f"--games: expected items like 3x3:20000, got {item!r}") from None
+        if key not in PAPER_RANDOM or value < 1:
+            raise SystemExit(f"--games: boards are {', '.join(f'{r}x{c}' for r, c in PAPER_RANDOM)}, counts >= 1")
+        games[key] = value
+    return games
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--games", default=DEFAULT_GAMES, help="board:games, comma-separated (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    outside = compared = 0
+    for (rows, cols), games in parse_games(args.games).items():
+        start = time.perf_counter()
+        played = {rule: play_random(rows, cols, games, rule, args.seed) for rule in ("spawn", "legal")}
+        seconds = time.perf_counter() - start
+        paper = PAPER_RANDOM[(rows, cols)]
+        tiles = sorted(set(paper) | set(np.unique(played["spawn"]["max_tile"]).tolist()))
+        ours = {rule: shares(played[rule]["max_tile"], tiles) for rule in played}
+        print(f"\n{rows}x{cols}, random player, {games:,} games per rule ({seconds:.0f} s)\n")
+        print("| largest tile | paper | spawn (paper's rule) | legal (v2 moves) |")
+        print("|---:|---:|---:|---:|")
+        for tile in tiles:
+            cells = [f"{ours[r][tile][0]:.1f} [{ours[r][tile][1]:.1f}, {ours[r][tile][2]:.1f}]" for r in played]
+            mark = ""
+            if tile in paper:
+                compared += 1
+                share, low, high = ours["spawn"][tile]
+                if not low - 0.05 <= paper[tile] <= high + 0.05:
+                    mark, outside = " *", outside + 1
+            print(f"| {tile} | {paper.get(tile, '—')}{mark} | " + " | ".join(cells) + " |")
+        bound = paper_games_bound(paper, ours["spawn"], games)
+        print(f"every row agrees at 95% if the paper played at most {bound:,.0f} games on this board")
+        score, turns = PAPER_RANDOM_MEANS[rows] if rows == cols else (None, None)
+        for rule in played:
+            mean_score = played[rule]["score"].mean()
+            mean_turns = played[rule]["turns"].mean()
+            print(f"{rule}: mean score {mean_score:,.1f}, mean turns {mean_turns:,.1f}", end="")
+            print(f" (paper: {score:,.1f} and {turns:,.1f})" if score is not None and rule == "spawn" else "")
+    print(
+        f"\nthe paper's figure outside our 95% interval (spawn rule, widened by its rounding): {outside} of "
+        f"{compared} rows (about {0.05 * compared:.1f} would be by chance alone)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

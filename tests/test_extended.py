@@ -1,0 +1,32 @@
+"""experiments.bench.extended: seed 003's random column beside ours, each rule played to its quota of games."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from experiments.bench.extended import main, play_random, wilson
+
+
+def test_each_rule_plays_exactly_its_games_and_records_how_each_ended():
+    for rule in ("spawn", "legal"):
+        got = play_random(2, 2, 37, rule, seed=1)
+        assert {k: v.shape for k, v in got.items()} == {"max_tile": (37,), "score": (37,), "turns": (37,)}
+        tiles = got["max_tile"]
+        assert np.all(tiles >= 4) and np.all(tiles & (tiles - 1) == 0)  # a game ends with two tiles at least
+        assert np.all(got["turns"] >= 1) and np.all(got["score"] >= 0)
+
+
+def test_the_wilson_interval_holds_the_share_and_stays_in_bounds():
+    assert wilson(0, 10)[0] == 0.0 and 0 < wilson(0, 10)[1] < 0.35
+    low, high = wilson(5, 10)
+    assert low < 0.5 < high and low == pytest.approx(1 - high)
+    assert wilson(10, 10)[1] == 1.0
+
+
+def test_the_table_prints_the_papers_column_beside_ours(capsys):
+    assert main(["--games", "2x2:60"]) == 0
+    out = capsys.readouterr().out
+    assert "| 8 | 46.1" in out and "spawn: mean score" in out and "(paper: 20.7 and 7.1)" in out
+    with pytest.raises(SystemExit, match="boards are"):
+        main(["--games", "7x7:10"])
