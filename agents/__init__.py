@@ -8,5 +8,14 @@ from .base import Agent
 from .expectimax import ExpectimaxAgent
 from .ntuple import NTupleAgent
 from .simple import GreedyAgent, OptimalAgent, RandomAgent
+from .wide_expectimax import WideExpectimaxAgent
 
-__all__ = ["Agent", "ExpectimaxAgent", "GreedyAgent", "NTupleAgent", "OptimalAgent", "RandomAgent"]
+__all__ = [
+    "Agent",
+    "ExpectimaxAgent",
+    "GreedyAgent",
+    "NTupleAgent",
+    "OptimalAgent",
+    "RandomAgent",
+    "WideExpectimaxAgent",
+]

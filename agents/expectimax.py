@@ -34,7 +34,7 @@ import numpy as np
 
 from env2048 import board as B
 from env2048.rules import FAILURE, ILLEGAL, SUCCESS, move_outcome, plain_rules
-from env2048.shape import check_packable
+from env2048.shape import check_shape, is_packable
 from env2048.tables import board_tables
 
 from .base import Agent
@@ -346,7 +346,11 @@ class ExpectimaxAgent(Agent):
         seed: int = 0,
         rules=None,
     ):
-        check_packable(rows, cols)
+        if not is_packable(*check_shape(rows, cols)):
+            raise ValueError(
+                f"ExpectimaxAgent searches packed boards of at most 16 cells, not {rows}x{cols}: "
+                "agents.WideExpectimaxAgent plays any board (make_agent('expectimax:D', ...) picks it)"
+            )
         if isinstance(depth, bool) or not isinstance(depth, int | np.integer) or not 1 <= depth <= MAX_DEPTH:
             raise ValueError(f"depth must be an int in [1, {MAX_DEPTH}], got {depth!r}")
         if cache_size < 4 or cache_size & (cache_size - 1):

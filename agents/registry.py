@@ -6,7 +6,7 @@ Specs (``PATH`` is a file written by the agent's training script):
 ``random``                  uniformly random legal move
 ``greedy``                  largest immediate reward
 ``optimal``                 the oracle's move (needs ``oracle=``)
-``expectimax:D``            expectimax to depth D on the heuristic
+``expectimax:D``            expectimax to depth D on the heuristic (beyond 16 cells: :class:`WideExpectimaxAgent`)
 ``expectimax:D:PATH``       expectimax to depth D on a trained n-tuple network (``.npz``)
 ``td:PATH``                 trained n-tuple network, greedy 1-ply (``.npz`` from ``experiments.train.td``)
 ``ppo:PATH``                MaskablePPO or PPO model (``.zip``, e.g. from ``experiments.train.ppo``)
@@ -24,11 +24,13 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+from env2048.shape import is_packable
 from oracle.agent import as_policy
 
 from .expectimax import MAX_DEPTH, ExpectimaxAgent
 from .ntuple import NTupleAgent
 from .simple import GreedyAgent, OptimalAgent, RandomAgent
+from .wide_expectimax import WideExpectimaxAgent
 
 NAMES = ("random", "greedy", "optimal", "expectimax", "td", "ppo", "dqn", "sb3", "policy")
 USAGE = (
@@ -72,6 +74,13 @@ def make_agent(spec: str, rows: int, cols: int, seed: int = 0, oracle=None):
         depth, _, path = rest.partition(":")
         if not depth.isdigit() or not 1 <= int(depth) <= MAX_DEPTH:
             raise ValueError(f"agent {spec!r}: write expectimax:D with D in 1..{MAX_DEPTH}, optionally :PATH")
+        if not is_packable(rows, cols):  # beyond 16 cells: the search on exponent arrays, heuristic leaves only
+            if path:
+                raise ValueError(
+                    f"agent {spec!r}: on a {rows}x{cols} board expectimax searches on its heuristic only "
+                    "(n-tuple networks hold 16 cells at most); write expectimax:D"
+                )
+            return WideExpectimaxAgent(rows, cols, depth=int(depth), seed=seed)
         evaluator = _network(path, spec, rows, cols) if path else "heuristic"
         pattern = getattr(getattr(oracle, "spec", None), "pattern", None)
         agent = ExpectimaxAgent(
