@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from experiments.bench.extended import main, play_random, wilson
+from experiments.bench.extended import main, play_expectimax, play_random, wilson
 
 
 def test_each_rule_plays_exactly_its_games_and_records_how_each_ended():
@@ -17,6 +17,11 @@ def test_each_rule_plays_exactly_its_games_and_records_how_each_ended():
         assert np.all(got["turns"] >= 1) and np.all(got["score"] >= 0)
 
 
+def test_expectimax_plays_each_game_once_to_its_end():
+    got = play_expectimax(3, 3, 5, depth=1, seed=2)
+    assert got["max_tile"].shape == (5,) and np.all(got["max_tile"] >= 16) and np.all(got["turns"] > 5)
+
+
 def test_the_wilson_interval_holds_the_share_and_stays_in_bounds():
     assert wilson(0, 10)[0] == 0.0 and 0 < wilson(0, 10)[1] < 0.35
     low, high = wilson(5, 10)
@@ -24,9 +29,10 @@ def test_the_wilson_interval_holds_the_share_and_stays_in_bounds():
     assert wilson(10, 10)[1] == 1.0
 
 
-def test_the_table_prints_the_papers_column_beside_ours(capsys):
-    assert main(["--games", "2x2:60"]) == 0
+def test_the_tables_print_the_papers_columns_beside_ours(capsys):
+    assert main(["--games", "2x2:60", "--expectimax-games", "2x2:12,5x5:1", "--depth", "1"]) == 0
     out = capsys.readouterr().out
     assert "| 8 | 46.1" in out and "spawn: mean score" in out and "(paper: 20.7 and 7.1)" in out
+    assert "2x2, expectimax:1, 12 games" in out and "| 32768 | 55.0 |" in out
     with pytest.raises(SystemExit, match="boards are"):
         main(["--games", "7x7:10"])

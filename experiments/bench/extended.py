@@ -1,7 +1,9 @@
 """Seed 003's tables ("Beyond 2048: AI models for extended 2048", Tables I-V and VIII) beside ours: the share of
-games whose largest tile is each value, and the mean score and turns, of a random player on 2x2 ... 6x6 boards.
+games whose largest tile is each value, and the mean score and turns, of a random player and of expectimax on
+2x2 ... 6x6 boards.
 
-    python -m experiments.bench.extended [--games 2x2:100000,3x3:100000,4x4:100000,5x5:20000,6x6:10000] [--seed 0]
+    python -m experiments.bench.extended [--games 2x2:100000,3x3:100000,4x4:100000,5x5:20000,6x6:10000]
+        [--expectimax-games 2x2:2000,3x3:2000,4x4:200,5x5:20,6x6:10] [--depth 3] [--depth-6x6 2] [--seed 0]
 
 Per board, three columns:
 
@@ -16,8 +18,13 @@ widened by the paper's rounding to 0.1 points.  The paper's own sampling error i
 games is: per board, the bench prints the most games the paper could have played for every row to agree with
 ours at 95% (each row's difference within 1.96 standard errors of a difference of two shares).  The games run on
 :class:`env2048.Game2048VectorEnv`, each of its envs a fixed quota of games (stopping at a total count instead
-would favour short games).  Expectimax and n-tuple TD do not play boards beyond 16 cells yet, so the paper's
-columns for them are not compared here.
+would favour short games).
+
+Expectimax: ours is :class:`agents.wide_expectimax.WideExpectimaxAgent` (the heuristic of
+:mod:`agents.expectimax`, depth ``--depth``; ``--depth-6x6`` on 6x6, where a game lasts some 10^5 moves), beside
+the paper's (its own heuristic and an iterative deepening search).  It never plays an illegal move, so the two
+rules play the same games.  ``--expectimax-games 0`` (or a board left out) skips it.  n-tuple TD does not play
+boards beyond 16 cells yet, so the paper's TD column is not compared here.
 """
 
 from __future__ import annotations
@@ -36,10 +43,19 @@ PAPER_RANDOM = {
     (5, 5): {64: 0.9, 128: 7.7, 256: 35.2, 512: 47.6, 1024: 8.6, 2048: 0.0},
     (6, 6): {512: 0.4, 1024: 7.0, 2048: 28.1, 4096: 51.7, 8192: 12.8, 16384: 0.0},
 }
+#: Seed 003, the expectimax agent: percent of games whose largest tile is each value (Tables I-IV, VI).
+PAPER_EXPECTIMAX = {
+    (2, 2): {4: 30.1, 8: 9.9, 16: 59.2, 32: 0.8},
+    (3, 3): {32: 1.0, 64: 26.3, 128: 60.0, 256: 12.7},
+    (4, 4): {512: 2.0, 1024: 8.9, 2048: 46.7, 4096: 42.1, 8192: 0.3},
+    (5, 5): {4096: 1.0, 8192: 5.0, 16384: 38.0, 32768: 55.0, 65536: 1.0},
+    (6, 6): {65536: 17.1, 131072: 9.1, 262144: 54.5, 524288: 19.3},
+}
 #: Seed 003, Table VIII: the random agent's average score and average number of moves, by board side.
 PAPER_RANDOM_MEANS = {2: (20.668, 7.11), 3: (170.68, 33.206), 4: (960.136, 113.757), 5: (6023.824, 451.989),
                       6: (66793.524, 3184.35)}  # fmt: skip
 DEFAULT_GAMES = "2x2:100000,3x3:100000,4x4:100000,5x5:20000,6x6:10000"
+DEFAULT_EXPECTIMAX_GAMES = "2x2:2000,3x3:2000,4x4:200,5x5:20,6x6:10"
 #: Envs stepped at once.
 ENVS = 500
 
@@ -72,6 +88,31 @@ def play_random(rows: int, cols: int, games: int, rule: str, seed: int) -> dict:
             out["turns"].append(int(info["moves"][i] + info["illegal_moves"][i]))
         done += terminated
     return {key: np.asarray(values) for key, values in out.items()}
+
+
+def play_expectimax(rows: int, cols: int, games: int, depth: int, seed: int) -> dict:
+    """``games`` games of :class:`agents.wide_expectimax.WideExpectimaxAgent` at ``depth``, all at once on a
+    vector env (each env plays one game; one that has finished idles).  Returns ``{"max_tile", "score",
+    "turns"}`` as :func:`play_random`."""
+    from agents.wide_expectimax import WideExpectimaxAgent
+    from env2048 import Game2048VectorEnv
+
+    env, agent = Game2048VectorEnv(games, rows, cols), WideExpectimaxAgent(rows, cols, depth)
+    obs, info = env.reset(seed=seed)
+    playing = np.ones(games, bool)
+    out = {key: np.zeros(games, dtype) for key, dtype in (("max_tile", np.int64), ("score", float), ("turns", int))}
+    while playing.any():
+        actions = np.zeros(games, np.int64)
+        actions[playing] = agent.act_batch(obs[playing], info["action_mask"][playing])
+        obs, _, terminated, _, info = env.step(actions)
+        for i in np.flatnonzero(terminated & playing):
+            out["max_tile"][i], out["score"][i], out["turns"][i] = (
+                info["max_tile"][i],
+                info["score"][i],
+                info["moves"][i],
+            )
+            playing[i] = False
+    return out
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -109,17 +150,19 @@ def paper_games_bound(paper: dict[int, float], ours: dict[int, tuple[float, floa
     return bound
 
 
-def parse_games(text: str) -> dict[tuple[int, int], int]:
+def parse_games(text: str, option: str = "--games") -> dict[tuple[int, int], int]:
     games = {}
+    if text.strip() == "0":
+        return games
     for item in text.split(","):
         shape, _, count = item.partition(":")
         rows, _, cols = shape.partition("x")
         try:
             key, value = (int(rows), int(cols)), int(count)
         except ValueError:
-            raise SystemExit(f"--games: expected items like 3x3:20000, got {item!r}") from None
+            raise SystemExit(f"{option}: expected items like 3x3:20000, got {item!r}") from None
         if key not in PAPER_RANDOM or value < 1:
-            raise SystemExit(f"--games: boards are {', '.join(f'{r}x{c}' for r, c in PAPER_RANDOM)}, counts >= 1")
+            raise SystemExit(f"{option}: boards are {', '.join(f'{r}x{c}' for r, c in PAPER_RANDOM)}, counts >= 1")
         games[key] = value
     return games
 
@@ -127,8 +170,12 @@ def parse_games(text: str) -> dict[tuple[int, int], int]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--games", default=DEFAULT_GAMES, help="board:games, comma-separated (default %(default)s)")
+    p.add_argument("--expectimax-games", default=DEFAULT_EXPECTIMAX_GAMES, help="board:games (default %(default)s)")
+    p.add_argument("--depth", type=int, default=3, help="expectimax's depth (default %(default)s)")
+    p.add_argument("--depth-6x6", type=int, default=2, help="expectimax's depth on 6x6 (default %(default)s)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
+    expectimax_games = parse_games(args.expectimax_games, "--expectimax-games")
     outside = compared = 0
     for (rows, cols), games in parse_games(args.games).items():
         start = time.perf_counter()
@@ -161,6 +208,21 @@ def main(argv=None) -> int:
         f"\nthe paper's figure outside our 95% interval (spawn rule, widened by its rounding): {outside} of "
         f"{compared} rows (about {0.05 * compared:.1f} would be by chance alone)"
     )
+    for (rows, cols), games in expectimax_games.items():
+        depth = args.depth_6x6 if (rows, cols) == (6, 6) else args.depth
+        start = time.perf_counter()
+        played = play_expectimax(rows, cols, games, depth, args.seed)
+        seconds = time.perf_counter() - start
+        paper = PAPER_EXPECTIMAX[(rows, cols)]
+        tiles = sorted(set(paper) | set(np.unique(played["max_tile"]).tolist()))
+        ours = shares(played["max_tile"], tiles)
+        print(f"\n{rows}x{cols}, expectimax:{depth}, {games:,} games ({seconds:.0f} s)\n")
+        print(f"| largest tile | paper's expectimax | ours, expectimax:{depth} |\n|---:|---:|---:|")
+        for tile in tiles:
+            print(
+                f"| {tile} | {paper.get(tile, '—')} | {ours[tile][0]:.1f} [{ours[tile][1]:.1f}, {ours[tile][2]:.1f}] |"
+            )
+        print(f"mean score {played['score'].mean():,.1f}, mean moves {played['turns'].mean():,.1f}")
     return 0
 
 
