@@ -27,45 +27,47 @@ from .expectimax import DEFAULT_HEURISTIC, MAX_DEPTH
 _ROWS_PER_LEVEL = 2
 
 
+@numba.njit(cache=True, inline="always")
+def _line_terms(b, i, start, step, length):
+    """``(empty cells, adjacent equal pairs, min(rises, falls))`` of one line of row ``i`` of ``b``: the cells
+    ``start, start + step, ...`` (``length`` of them)."""
+    empty = 0
+    merges = 0
+    rise = 0.0
+    fall = 0.0
+    prev = np.int64(b[i, start])
+    empty += prev == 0
+    for k in range(1, length):
+        v = np.int64(b[i, start + k * step])
+        empty += v == 0
+        if v != 0 and v == prev:
+            merges += 1
+        d = (2.0**v if v else 0.0) - (2.0**prev if prev else 0.0)
+        if d > 0:
+            rise += d
+        else:
+            fall -= d
+        prev = v
+    return empty, merges, min(rise, fall)
+
+
 @numba.njit(cache=True)
 def grid_heuristic(b, i, rows, cols, w):
     """The heuristic ``E`` of :func:`agents.expectimax.heuristic_value` on row ``i`` of ``b`` (``uint8 (n,
-    cells)`` exponents), the terms summed in the same order."""
+    cells)`` exponents), the terms summed in the same order: the rows, left to right, then the columns, top to
+    bottom (each cell's emptiness counted once, along its row)."""
     empty = 0
     merges = 0
     mono = 0.0
-    for r in range(rows):  # rows, left to right
-        rise = 0.0
-        fall = 0.0
-        prev = np.int64(b[i, r * cols])
-        empty += prev == 0
-        for c in range(1, cols):
-            v = np.int64(b[i, r * cols + c])
-            empty += v == 0
-            if v != 0 and v == prev:
-                merges += 1
-            d = (2.0**v if v else 0.0) - (2.0**prev if prev else 0.0)
-            if d > 0:
-                rise += d
-            else:
-                fall -= d
-            prev = v
-        mono += min(rise, fall)
-    for c in range(cols):  # columns, top to bottom
-        rise = 0.0
-        fall = 0.0
-        prev = np.int64(b[i, c])
-        for r in range(1, rows):
-            v = np.int64(b[i, r * cols + c])
-            if v != 0 and v == prev:
-                merges += 1
-            d = (2.0**v if v else 0.0) - (2.0**prev if prev else 0.0)
-            if d > 0:
-                rise += d
-            else:
-                fall -= d
-            prev = v
-        mono += min(rise, fall)
+    for r in range(rows):
+        e, m, line_mono = _line_terms(b, i, r * cols, 1, cols)
+        empty += e
+        merges += m
+        mono += line_mono
+    for c in range(cols):
+        _, m, line_mono = _line_terms(b, i, c, cols, rows)
+        merges += m
+        mono += line_mono
     return w[0] * empty + w[1] * merges - w[2] * mono
 
 
