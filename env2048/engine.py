@@ -154,6 +154,7 @@ def _vector_step(
     """
     n = boards.shape[0]
     cells = boards.shape[1]
+    spawn_illegal = invalid_mode == INVALID_SPAWN
     for i in numba.prange(n):
         done = False
         if needs_reset[i]:
@@ -166,7 +167,6 @@ def _vector_step(
             after_valid[i] = False
             reward[i] = 0.0
         else:
-            spawn_illegal = invalid_mode == INVALID_SPAWN
             r, legal, keys[i] = _step_one(boards, after, i, rows, cols, actions[i], p4, keys[i], lines, spawn_illegal)
             after_valid[i] = True
             reward[i] = r
