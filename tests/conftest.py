@@ -42,9 +42,9 @@ os.environ["SOLVED2048_PRECOMPILE"] = "0"
 if XDIST_WORKER:
     os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
     # Likewise numba's kernels and torch's: one thread per worker by default, a core each.  Two workers on two
-    # threads each took 591 s of pytest here against 396 s on one: four threads on two cores wait for each other
-    # at every parallel step.  The tests that check results on several threads ask for two (numba_threads, the
-    # solver's threads=2); numba may still start two (NUMBA_NUM_THREADS is left alone).
+    # threads each took 591 s of pytest here (kernels cached) against 427 s on one: four threads on two cores wait
+    # for each other at every parallel step.  The tests that check results on several threads ask for two
+    # (numba_threads, the solver's threads=2); numba may still start two (NUMBA_NUM_THREADS is left alone).
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import numba
 
