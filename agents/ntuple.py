@@ -13,6 +13,9 @@ Arrays: ``weights float32[stages * stage_size]``, ``stage_size = sum of base**le
 at ``k * stage_size + offsets[t]``); ``rows_cells int64[n_sym * n_tuples, max_len]`` the cells of every
 symmetric image of every tuple (-1 padded), ``rows_tuple int64[n_sym * n_tuples]`` the tuple each image indexes;
 ``layout = (base, stage_shift, stages, stage_size)`` (ints).  Exponents above ``base - 1`` are clipped.
+
+The kernels here read the packed ``uint64`` board (at most 16 cells); beyond 16 cells :class:`NTupleAgent` plays
+and learns with the same weights on the exponent-array kernels of :mod:`agents.ntuple_wide`.
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ from env2048 import board as B
 from env2048 import metering
 from env2048.engine import next_uniform
 from env2048.kernels import move_packed
-from env2048.shape import check_packable
-from env2048.tables import board_tables
+from env2048.shape import check_shape, is_packable
+from env2048.tables import board_tables, line_tables_for, symmetry_tables
 
+from . import ntuple_wide as W
 from .base import Agent
 
 #: Default tuple shapes (cells are row-major indices ``row * cols + col``).
@@ -60,6 +64,28 @@ for _r, _c in list(DEFAULT_TUPLES):  # the transposed shape: the same shapes, ce
     if (_c, _r) not in DEFAULT_TUPLES:
         DEFAULT_TUPLES[_c, _r] = [[(k % _c) * _r + k // _c for k in t] for t in DEFAULT_TUPLES[_r, _c]]
 
+#: Weight-table base beyond 16 cells: exponents 0..17 told apart (tiles to 131072), larger ones clipped to 17.
+#: On 4x4 and smaller the packed board caps exponents at 15, so the base is 16 there (or cells + 2 if smaller).
+WIDE_BASE = 18
+
+
+def wall_tuples(rows: int, cols: int) -> list[list[int]]:
+    """The four 6-tuples of :data:`DEFAULT_TUPLES` on 4x4 (two 4+2 rows, two 3x2 blocks), placed by coordinates
+    in the corner of a larger board (at least 3 x 4 or 4 x 3): with the board's symmetries they lie along every
+    wall, where the corner strategy keeps its large tiles."""
+    shapes = [
+        [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1)],
+        [(1, 0), (1, 1), (1, 2), (1, 3), (2, 0), (2, 1)],
+        [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)],
+        [(1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (2, 2)],
+    ]
+    if rows >= 3 and cols >= 4:
+        return [[r * cols + c for r, c in shape] for shape in shapes]
+    if rows >= 4 and cols >= 3:
+        return [[c * cols + r for r, c in shape] for shape in shapes]
+    raise ValueError(f"the wall tuples need a board of at least 3x4 or 4x3, not {rows}x{cols}")
+
+
 #: Larger tuple sets (cells row-major): on 3x3 four 7-tuples (two full rows plus a third-row cell; the cross plus
 #: two corners; an S shape), 19.5 M weights each per stage.
 LARGE_TUPLES = {
@@ -71,6 +97,8 @@ def tuple_set(name: str, rows: int, cols: int) -> list[list[int]]:
     """Tuples by name: ``default`` (:data:`DEFAULT_TUPLES`), ``large`` (:data:`LARGE_TUPLES`) or a JSON list of
     cell lists."""
     if name == "default":
+        if (rows, cols) not in DEFAULT_TUPLES and not is_packable(rows, cols):
+            return wall_tuples(rows, cols)
         if (rows, cols) not in DEFAULT_TUPLES:
             raise ValueError(
                 f"no default tuple set for {rows}x{cols} (have {sorted(DEFAULT_TUPLES)}); give a JSON list"
@@ -396,7 +424,11 @@ class TrainStats:
 class NTupleAgent(Agent):
     """Greedy (1-ply) player on an n-tuple afterstate value function; ``train`` learns it by TD(0).
 
-    ``tuples``: lists of cells (row-major indices); default :data:`DEFAULT_TUPLES` (small boards, 3x3, 4x3, 4x4).
+    Any board from 2x2 to 8x8: the packed kernels on at most 16 cells, :mod:`agents.ntuple_wide` beyond.
+
+    ``tuples``: lists of cells (row-major indices); default :data:`DEFAULT_TUPLES` (small boards, 3x3, 4x3, 4x4),
+    :func:`wall_tuples` beyond 16 cells.  ``base``: exponents told apart in the weight tables (larger ones are
+    clipped to ``base - 1``); default 16 (or cells + 2) up to 16 cells, :data:`WIDE_BASE` beyond.
     ``alpha``: learning rate, divided by the number of weights summed per value (``n_sym * n_tuples``), the
     usual normalisation.  ``init``: initial value of a board (optimistic initialisation when > 0), spread over
     the weights.  ``tc``: temporal coherence learning rates (two more float32 arrays the size of the weights).
@@ -422,10 +454,15 @@ class NTupleAgent(Agent):
         tc: bool = False,
         stages: int | None = None,
         stage_shift: int | None = None,
+        base: int | None = None,
     ):
-        check_packable(rows, cols)
+        rows, cols = check_shape(rows, cols)
         self.rows, self.cols, self.p4 = rows, cols, float(B.check_p4(p4))
-        tuples = DEFAULT_TUPLES.get((rows, cols)) if tuples is None else tuples
+        #: True on boards of at most 16 cells (the packed kernels); beyond, the exponent-array kernels of
+        #: :mod:`agents.ntuple_wide`.
+        self.packed = is_packable(rows, cols)
+        if tuples is None:
+            tuples = DEFAULT_TUPLES.get((rows, cols)) if self.packed else wall_tuples(rows, cols)
         if not tuples:
             raise ValueError(f"no default tuples for a {rows}x{cols} board: pass tuples=[[cells...], ...]")
         cells = rows * cols
@@ -433,7 +470,14 @@ class NTupleAgent(Agent):
             if not t or len(set(t)) != len(t) or min(t) < 0 or max(t) >= cells:
                 raise ValueError(f"tuple {t} must list distinct cells in [0, {cells - 1}]")
         self.tuples = [list(map(int, t)) for t in tuples]
-        self.base = min(16, cells + 2)
+        top_base = 16 if self.packed else 63
+        if base is None:
+            base = min(16, cells + 2) if self.packed else WIDE_BASE
+        if isinstance(base, bool) or not isinstance(base, int | np.integer) or not 2 <= base <= top_base:
+            raise ValueError(
+                f"base must be an int in [2, {top_base}] on a {rows}x{cols} board (exponents told apart), got {base!r}"
+            )
+        self.base = int(base)
         default_stages, default_shift = DEFAULT_STAGES.get((rows, cols), (1, 8))
         stages = default_stages if stages is None else stages
         stage_shift = default_shift if stage_shift is None else stage_shift
@@ -445,8 +489,7 @@ class NTupleAgent(Agent):
             raise ValueError(f"{self.stages * sum(sizes):,} weights: too many (use shorter tuples or fewer stages)")
         self.layout = (self.base, self.stage_shift, self.stages, int(sum(sizes)))
         self.offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        T = board_tables(rows, cols)
-        dest = np.argsort(T.sym_perm, axis=1)  # dest[s, cell]: where symmetry s sends a cell
+        dest = np.argsort(symmetry_tables(rows, cols)[0], axis=1)  # dest[s, cell]: where symmetry s sends a cell
         longest = max(len(t) for t in self.tuples)
         images = []
         for s in range(dest.shape[0]):
@@ -461,14 +504,36 @@ class NTupleAgent(Agent):
         self.coherence_e = np.zeros(n_tc, np.float32)
         self.coherence_a = np.zeros(n_tc, np.float32)
         self.key = np.uint64(np.random.default_rng(seed).integers(0, 2**64, dtype=np.uint64))
-        self._T = T
+        self._T = board_tables(rows, cols) if self.packed else None
+        self._lines = None if self.packed else line_tables_for(rows, cols)
 
     def _args(self):
         return self.weights, self.offsets, self.rows_cells, self.rows_tuple, self.layout
 
     def value(self, afterstate) -> float:
-        """V of one packed afterstate."""
-        return float(evaluate_afterstate(np.uint64(afterstate), *self._args()))
+        """V of one afterstate: a packed ``uint64`` id (boards of at most 16 cells) or an exponent array of the
+        board's shape (any board)."""
+        if np.ndim(afterstate) == 0:
+            if not self.packed:
+                raise ValueError(f"a {self.rows}x{self.cols} board has no packed id: pass its exponent array")
+            return float(evaluate_afterstate(np.uint64(afterstate), *self._args()))
+        grid = self._exponent_rows(afterstate)
+        if grid.shape[0] != 1:
+            raise ValueError(f"value takes one board, got {grid.shape[0]}")
+        if self.packed:
+            return float(evaluate_afterstate(np.uint64(B.pack(grid.reshape(self.rows, self.cols))), *self._args()))
+        return float(W.evaluate_row(grid, 0, *self._args()))
+
+    def _exponent_rows(self, boards) -> np.ndarray:
+        """``boards`` (``(rows, cols)`` or ``(n, rows, cols)`` exponents) as ``uint8 (n, cells)``; a clear error
+        for another shape or exponents outside 0..62."""
+        cells = self.rows * self.cols
+        arr = np.asarray(boards)
+        if arr.size % cells or arr.shape[-2:] != (self.rows, self.cols):
+            raise ValueError(f"boards must have shape (n, {self.rows}, {self.cols}), got {arr.shape}")
+        if arr.size and (arr.min() < 0 or arr.max() > 62):
+            raise ValueError(f"board exponents must be in 0..62, got {int(arr.min())}..{int(arr.max())}")
+        return np.ascontiguousarray(arr.reshape(-1, cells).astype(np.uint8))
 
     def train(
         self, episodes: int, learn: bool = True, threads: int = 1, trace: bool = False, max_moves: int | None = None
@@ -485,10 +550,15 @@ class NTupleAgent(Agent):
         max_moves = metering.moves_left(max_moves)
         if threads < 1 or (trace and threads != 1) or (max_moves is not None and threads != 1):
             raise ValueError(f"threads must be >= 1 (1 with trace or max_moves), got {threads}")
+        if trace and not self.packed:
+            raise ValueError(f"trace lists packed boards: not available on a {self.rows}x{self.cols} board")
         t = time.perf_counter()
         alpha = self.alpha / self.rows_cells.shape[0]
         boards, actions = trace_buffers(episodes if trace else 0)
-        if threads == 1:
+        if not self.packed:
+            scores, moves, top = self._train_wide(int(episodes), alpha, learn, threads, max_moves)
+            episodes = scores.size
+        elif threads == 1:
             scores, moves, top, key = train_episodes(
                 int(episodes),
                 self._T,
@@ -509,9 +579,7 @@ class NTupleAgent(Agent):
         else:
             per = np.full(threads, episodes // threads, np.int64)
             per[: episodes % threads] += 1
-            keys = np.array([self.key], np.uint64) + np.arange(1, threads + 1, dtype=np.uint64) * np.uint64(
-                0x9E3779B97F4A7C15
-            )  # distinct SplitMix64 streams, one per thread
+            keys = self._thread_keys(threads)
             scores, moves, top = train_episodes_parallel(
                 per, self._T, self.p4, alpha, keys, *self._args(), learn, self.coherence_e, self.coherence_a
             )
@@ -524,7 +592,34 @@ class NTupleAgent(Agent):
             stats.boards, stats.actions = traced(boards, actions, stats.moves)
         return stats
 
+    def _train_wide(self, episodes: int, alpha: float, learn: bool, threads: int, max_moves: int | None):
+        """A round on the exponent-array kernels: ``(scores, moves, max_exponent)`` of the games begun."""
+        shape = (self.rows, self.cols, self._lines, self.p4, alpha)
+        tc = (learn, self.coherence_e, self.coherence_a)
+        if threads == 1:
+            limit = np.iinfo(np.int64).max if max_moves is None else int(max_moves)
+            scores, moves, top, key = W.train_episodes_wide(episodes, *shape, self.key, *self._args(), *tc, limit)
+            self.key = np.uint64(key)
+            begun = moves >= 0
+            return scores[begun], moves[begun], top[begun]
+        per = np.full(threads, episodes // threads, np.int64)
+        per[: episodes % threads] += 1
+        keys = self._thread_keys(threads)
+        scores, moves, top = W.train_episodes_wide_parallel(per, *shape, keys, *self._args(), *tc)
+        self.key = np.uint64(keys[-1])
+        return scores, moves, top
+
+    def _thread_keys(self, threads: int) -> np.ndarray:
+        """Distinct SplitMix64 streams, one per thread (``uint64[threads]``)."""
+        return np.array([self.key], np.uint64) + np.arange(1, threads + 1, dtype=np.uint64) * np.uint64(
+            0x9E3779B97F4A7C15
+        )
+
     def act_batch(self, boards, masks):
+        if not self.packed:
+            flat = self._exponent_rows(boards)
+            allowed = np.asarray(masks, bool).reshape(flat.shape[0], 4) @ np.array([1, 2, 4, 8], np.int64)
+            return W.act_many_wide(flat, allowed, self.rows, self.cols, self._lines, *self._args())
         boards = np.asarray(boards)
         ids = np.atleast_1d(np.asarray(B.pack(boards.reshape(-1, self.rows, self.cols).astype(np.uint8)), np.uint64))
         allowed = np.asarray(masks, bool).reshape(ids.size, 4) @ np.array([1, 2, 4, 8], np.int64)
@@ -548,6 +643,7 @@ class NTupleAgent(Agent):
             key=self.key,
             stages=self.stages,
             stage_shift=self.stage_shift,
+            base=self.base,
             tc=self.tc,
             coherence_e=self.coherence_e,
             coherence_a=self.coherence_a,
@@ -565,6 +661,7 @@ class NTupleAgent(Agent):
             stages=int(data.get("stages", 1)),
             stage_shift=int(data.get("stage_shift", 8)),
             tc=bool(data.get("tc", False)),
+            base=int(data["base"]) if "base" in data else None,
         )
         if data["weights"].shape != agent.weights.shape:
             raise ValueError(f"{path}: {data['weights'].shape[0]} weights, the tuples need {agent.weights.shape[0]}")

@@ -8,7 +8,7 @@ Specs (``PATH`` is a file written by the agent's training script):
 ``optimal``                 the oracle's move (needs ``oracle=``)
 ``expectimax:D``            expectimax to depth D on the heuristic (beyond 16 cells: :class:`WideExpectimaxAgent`)
 ``expectimax:D:PATH``       expectimax to depth D on a trained n-tuple network (``.npz``)
-``td:PATH``                 trained n-tuple network, greedy 1-ply (``.npz`` from ``experiments.train.td``)
+``td:PATH``                 trained n-tuple network, greedy 1-ply (``.npz`` from ``experiments.train.td``; any board)
 ``ppo:PATH``                MaskablePPO or PPO model (``.zip``, e.g. from ``experiments.train.ppo``)
 ``dqn:PATH``                DQN or QR-DQN model (``.zip``)
 ``sb3:PATH``                any SB3 / sb3-contrib model of :data:`agents.sb3.ALGORITHMS` (``.zip``)
@@ -78,7 +78,7 @@ def make_agent(spec: str, rows: int, cols: int, seed: int = 0, oracle=None):
             if path:
                 raise ValueError(
                     f"agent {spec!r}: on a {rows}x{cols} board expectimax searches on its heuristic only "
-                    "(n-tuple networks hold 16 cells at most); write expectimax:D"
+                    "(its n-tuple leaf reads packed boards of 16 cells at most); write expectimax:D"
                 )
             return WideExpectimaxAgent(rows, cols, depth=int(depth), seed=seed)
         evaluator = _network(path, spec, rows, cols) if path else "heuristic"
