@@ -36,3 +36,25 @@ def test_the_tables_print_the_papers_columns_beside_ours(capsys):
     assert "2x2, expectimax:1, 12 games" in out and "| 32768 | 55.0 |" in out
     with pytest.raises(SystemExit, match="boards are"):
         main(["--games", "7x7:10"])
+
+
+def test_td_trains_saves_and_replays_its_network_with_shares_that_add_up(tmp_path, capsys):
+    """A 2x2 network trains for its budget and plays its games; a second call without a budget plays the saved
+    network (``--td-boards``) and reads its training from the summary; the shares of largest tiles are the
+    games counted once each."""
+    td = ["--games", "0", "--expectimax-games", "0", "--td-games", "300", "--td-dir", str(tmp_path)]
+    assert main([*td, "--td-minutes", "2x2:0.02", "--td-threads", "1"]) == 0
+    first = capsys.readouterr().out
+    assert (tmp_path / "td-2x2.npz").is_file() and "| 16 | 67.0 |" in first
+    assert main([*td, "--td-boards", "2x2", "--td-threads", "2"]) == 0
+    second = capsys.readouterr().out
+    trained = [line for line in first.splitlines() if line.startswith("2x2, n-tuple TD: trained")]
+    assert trained and trained[0].split(";")[0] in second
+    from agents.ntuple import NTupleAgent
+    from experiments.bench.extended import td_shares
+
+    ours, mean_score = td_shares(NTupleAgent.load(tmp_path / "td-2x2.npz"), 500, 1, [4, 8])
+    assert sum(share for share, _, _ in ours.values()) == pytest.approx(100.0) and mean_score > 0
+    assert all(tile & (tile - 1) == 0 and low <= share <= high for tile, (share, low, high) in ours.items())
+    with pytest.raises(SystemExit, match="no trained network"):
+        main([*td, "--td-boards", "3x3"])

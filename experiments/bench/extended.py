@@ -1,9 +1,10 @@
-"""Seed 003's tables ("Beyond 2048: AI models for extended 2048", Tables I-V and VIII) beside ours: the share of
-games whose largest tile is each value, and the mean score and turns, of a random player and of expectimax on
-2x2 ... 6x6 boards.
+"""Seed 003's tables ("Beyond 2048: AI models for extended 2048", Tables I-VI and VIII) beside ours: the share of
+games whose largest tile is each value, and the mean score and turns, of a random player, of expectimax and of
+n-tuple TD on 2x2 ... 6x6 boards.
 
     python -m experiments.bench.extended [--games 2x2:100000,3x3:100000,4x4:100000,5x5:20000,6x6:10000]
-        [--expectimax-games 2x2:2000,3x3:2000,4x4:200,5x5:20,6x6:10] [--depth 3] [--depth-6x6 2] [--seed 0]
+        [--expectimax-games 2x2:2000,3x3:2000,4x4:200,5x5:20,6x6:10] [--depth 3] [--depth-6x6 2]
+        [--td-minutes 0] [--td-games 1000] [--td-dir results/extended-td] [--td-threads 0] [--seed 0]
 
 Per board, three columns:
 
@@ -23,14 +24,21 @@ would favour short games).
 Expectimax: ours is :class:`agents.wide_expectimax.WideExpectimaxAgent` (the heuristic of
 :mod:`agents.expectimax`, depth ``--depth``; ``--depth-6x6`` on 6x6, where a game lasts some 10^5 moves), beside
 the paper's (its own heuristic and an iterative deepening search).  It never plays an illegal move, so the two
-rules play the same games.  ``--expectimax-games 0`` (or a board left out) skips it.  n-tuple TD does not play
-boards beyond 16 cells yet, so the paper's TD column is not compared here.
+rules play the same games.  ``--expectimax-games 0`` (or a board left out) skips it.
+
+n-tuple TD: ``--td-minutes 2x2:1,3x3:5,4x4:50,5x5:50`` trains a network per board for that many minutes
+(``experiments.train.td``: the default tuples, the wall tuples beyond 16 cells, its learning-rate schedule, on
+``--td-threads`` threads sharing the weights), saved to ``--td-dir``/``td-RxC.npz``; a board left out whose file
+is there is played from the file (its training is read from the file's JSON summary).  Each network then plays
+``--td-games`` greedy games without learning (the paper: 1,000 games after 100,000 games of training, 200,000
+on 4x4 with eight tuples; no 6x6 figure).  Like expectimax, it never plays an illegal move.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import time
 
 import numpy as np
@@ -51,11 +59,20 @@ PAPER_EXPECTIMAX = {
     (5, 5): {4096: 1.0, 8192: 5.0, 16384: 38.0, 32768: 55.0, 65536: 1.0},
     (6, 6): {65536: 17.1, 131072: 9.1, 262144: 54.5, 524288: 19.3},
 }
+#: Seed 003, the n-tuple TD agent: percent of games whose largest tile is each value (Tables I-IV).
+PAPER_TD = {
+    (2, 2): {4: 22.0, 8: 10.0, 16: 67.0, 32: 3.0},
+    (3, 3): {32: 1.0, 64: 19.0, 128: 65.0, 256: 15.0},
+    (4, 4): {512: 2.3, 1024: 6.6, 2048: 23.8, 4096: 66.4, 8192: 0.9},
+    (5, 5): {4096: 1.0, 8192: 3.0, 16384: 31.0, 32768: 63.0, 65536: 2.0},
+}
 #: Seed 003, Table VIII: the random agent's average score and average number of moves, by board side.
 PAPER_RANDOM_MEANS = {2: (20.668, 7.11), 3: (170.68, 33.206), 4: (960.136, 113.757), 5: (6023.824, 451.989),
                       6: (66793.524, 3184.35)}  # fmt: skip
 DEFAULT_GAMES = "2x2:100000,3x3:100000,4x4:100000,5x5:20000,6x6:10000"
 DEFAULT_EXPECTIMAX_GAMES = "2x2:2000,3x3:2000,4x4:200,5x5:20,6x6:10"
+#: Training games per round of TD by board (the learning rate changes between rounds; a round ends the budget).
+TD_ROUND = {(2, 2): 2000, (3, 3): 2000, (4, 4): 200, (5, 5): 20, (6, 6): 4}
 #: Envs stepped at once.
 ENVS = 500
 
@@ -115,6 +132,41 @@ def play_expectimax(rows: int, cols: int, games: int, depth: int, seed: int) -> 
     return out
 
 
+def td_network(rows: int, cols: int, minutes: float, directory, threads: int, seed: int):
+    """The TD network of a board and its training summary: trained for ``minutes`` (> 0) and saved to
+    ``directory/td-RxC.npz``, or (``minutes`` 0) loaded from there.  Returns ``(agent, summary dict)``."""
+    import json
+    from pathlib import Path
+
+    from agents.ntuple import NTupleAgent
+    from experiments.train import td as train_td
+
+    path = Path(directory) / f"td-{rows}x{cols}.npz"
+    if minutes > 0:
+        args = train_td.Args(
+            board=f"{rows}x{cols}", minutes=minutes, seed=seed, threads=threads, round=TD_ROUND[rows, cols],
+            evaluate=False, test_games=0, checkpoint_minutes=5.0, out=str(path),
+        )  # fmt: skip
+        summary = train_td.train(args)
+    elif path.is_file():
+        summary = json.loads(path.with_suffix(".json").read_text())
+    else:
+        raise SystemExit(f"--td-minutes: no {rows}x{cols} budget given and no trained network at {path}")
+    return NTupleAgent.load(path), summary
+
+
+def td_shares(agent, games: int, threads: int, tiles) -> tuple[dict, float]:
+    """Play ``games`` greedy games without learning: ``(shares by largest tile as :func:`shares`, mean score)``."""
+    stats = agent.train(games, learn=False, threads=threads)
+    reached = stats.max_exponent_counts  # tile -> games whose largest tile is at least it
+    ordered = sorted(reached)
+    max_tiles = np.concatenate(
+        [np.full(reached[t] - (reached[ordered[k + 1]] if k + 1 < len(ordered) else 0), t) for k, t in
+         enumerate(ordered)]
+    )  # fmt: skip
+    return shares(max_tiles, sorted(set(tiles) | set(ordered))), stats.mean_score
+
+
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """The Wilson score interval of a proportion, ``(low, high)`` in [0, 1]."""
     p = successes / n
@@ -150,20 +202,32 @@ def paper_games_bound(paper: dict[int, float], ours: dict[int, tuple[float, floa
     return bound
 
 
-def parse_games(text: str, option: str = "--games") -> dict[tuple[int, int], int]:
+def parse_shape(text: str, option: str) -> tuple[int, int]:
+    """``"3x3"`` as ``(3, 3)``: one of the paper's boards, else a clear exit."""
+    rows, _, cols = text.partition("x")
+    try:
+        shape = int(rows), int(cols)
+    except ValueError:
+        raise SystemExit(f"{option}: expected a board like 3x3, got {text!r}") from None
+    if shape not in PAPER_RANDOM:
+        raise SystemExit(f"{option}: boards are {', '.join(f'{r}x{c}' for r, c in PAPER_RANDOM)}, got {text!r}")
+    return shape
+
+
+def parse_games(text: str, option: str = "--games", kind=int) -> dict[tuple[int, int], int]:
+    """``"3x3:20000,4x4:100"`` as ``{(3, 3): 20000, (4, 4): 100}`` (counts of ``kind``, > 0); ``"0"``: none."""
     games = {}
     if text.strip() == "0":
         return games
     for item in text.split(","):
         shape, _, count = item.partition(":")
-        rows, _, cols = shape.partition("x")
         try:
-            key, value = (int(rows), int(cols)), int(count)
+            value = kind(count)
         except ValueError:
             raise SystemExit(f"{option}: expected items like 3x3:20000, got {item!r}") from None
-        if key not in PAPER_RANDOM or value < 1:
-            raise SystemExit(f"{option}: boards are {', '.join(f'{r}x{c}' for r, c in PAPER_RANDOM)}, counts >= 1")
-        games[key] = value
+        if value <= 0:
+            raise SystemExit(f"{option}: counts must be > 0, got {item!r}")
+        games[parse_shape(shape, option)] = value
     return games
 
 
@@ -173,9 +237,17 @@ def main(argv=None) -> int:
     p.add_argument("--expectimax-games", default=DEFAULT_EXPECTIMAX_GAMES, help="board:games (default %(default)s)")
     p.add_argument("--depth", type=int, default=3, help="expectimax's depth (default %(default)s)")
     p.add_argument("--depth-6x6", type=int, default=2, help="expectimax's depth on 6x6 (default %(default)s)")
+    p.add_argument("--td-minutes", default="0", help="board:minutes of TD training, comma-separated (0: none)")
+    p.add_argument("--td-games", type=int, default=1000, help="greedy games per TD network (default %(default)s)")
+    p.add_argument("--td-dir", default="results/extended-td", help="where the TD networks are saved and read")
+    p.add_argument("--td-threads", type=int, default=0, help="threads of TD training and play (0: all cores)")
+    p.add_argument("--td-boards", default="", help="boards whose saved TD networks play without training")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     expectimax_games = parse_games(args.expectimax_games, "--expectimax-games")
+    td_minutes = parse_games(args.td_minutes, "--td-minutes", float)
+    for item in filter(None, args.td_boards.split(",")):
+        td_minutes.setdefault(parse_shape(item, "--td-boards"), 0.0)
     outside = compared = 0
     for (rows, cols), games in parse_games(args.games).items():
         start = time.perf_counter()
@@ -223,6 +295,22 @@ def main(argv=None) -> int:
                 f"| {tile} | {paper.get(tile, '—')} | {ours[tile][0]:.1f} [{ours[tile][1]:.1f}, {ours[tile][2]:.1f}] |"
             )
         print(f"mean score {played['score'].mean():,.1f}, mean moves {played['turns'].mean():,.1f}")
+    threads = args.td_threads or os.cpu_count() or 1
+    for (rows, cols), minutes in td_minutes.items():
+        agent, summary = td_network(rows, cols, minutes, args.td_dir, threads, args.seed)
+        start = time.perf_counter()
+        paper = PAPER_TD.get((rows, cols), {})
+        ours, mean_score = td_shares(agent, args.td_games, threads, paper)
+        seconds = time.perf_counter() - start
+        print(
+            f"\n{rows}x{cols}, n-tuple TD: trained {summary['games']:,} games ({summary['moves']:,} moves, "
+            f"{summary['train_seconds'] / 60:.1f} min on {summary['threads']} threads); {args.td_games:,} games "
+            f"({seconds:.0f} s)\n"
+        )
+        print("| largest tile | paper's TD | ours, TD |\n|---:|---:|---:|")
+        for tile, (share, low, high) in ours.items():
+            print(f"| {tile} | {paper.get(tile, '—')} | {share:.1f} [{low:.1f}, {high:.1f}] |")
+        print(f"mean score {mean_score:,.1f}")
     return 0
 
 

@@ -54,6 +54,7 @@ class Args:
     round: int = 2000
     checkpoint_minutes: float = 2.0
     evaluate: bool = True
+    test_games: int = 1000  # greedy games without learning at the end (0: none)
     eval_every: str = ""  # "" = no learning curve; N env moves or Ns seconds of training
     eval_method: str = "auto"  # auto (exact for the n-tuple player), exact, or regret
     eval_episodes: int = 300  # regret games per checkpoint (method regret)
@@ -156,8 +157,10 @@ def train(args: Args) -> dict:
         "moves_per_second": moves / spent if spent else None,
         "weights": str(out),
     }
-    test = agent.train(1000, learn=False)
-    summary["greedy_1000_games"] = {"mean_score": test.mean_score, "reached": test.max_exponent_counts}
+    test = agent.train(args.test_games, learn=False) if args.test_games > 0 else None
+    if test is not None:
+        summary["greedy_games"] = {"games": test.episodes, "mean_score": test.mean_score,
+                                   "reached": test.max_exponent_counts}  # fmt: skip
     last = curve.rows[-1] if curve is not None else None
     if last is not None and last["method"] == "exact":  # the curve's last checkpoint is this network, exactly
         summary["exact"] = {
@@ -178,10 +181,9 @@ def train(args: Args) -> dict:
     if curve is not None:
         summary["curve"] = str(curve.path)
     write_json(out.with_suffix(".json"), summary)
-    line = (
-        f"{games:,} games, {moves:,} moves in {spent:.0f} s ({summary['moves_per_second']:,.0f} moves/s); "
-        f"1000 greedy games: mean score {test.mean_score:,.1f}"
-    )
+    line = f"{games:,} games, {moves:,} moves in {spent:.0f} s ({summary['moves_per_second']:,.0f} moves/s)"
+    if test is not None:
+        line += f"; {test.episodes} greedy games: mean score {test.mean_score:,.1f}"
     if "exact" in summary:
         exact = summary["exact"]
         line += (
