@@ -121,7 +121,8 @@ def part_oracle() -> None:
 
 
 def part_agents() -> None:
-    """The n-tuple TD learners (score and goal, one thread and several), expectimax, and the value fit."""
+    """The n-tuple TD learners (score and goal, one thread and several; packed and beyond 16 cells), expectimax,
+    and the value fit."""
     from agents.expectimax import ExpectimaxAgent
     from agents.fit import fit_values
     from agents.ntuple import NTupleAgent
@@ -135,6 +136,10 @@ def part_agents() -> None:
     boards[:, 0, 0] = 1
     masks = np.ones((2, 4), bool)
     td.act_batch(boards, masks)
+    wide = NTupleAgent(5, 5, tuples=[[0, 1]], base=4, seed=0)  # beyond 16 cells: agents.ntuple_wide's kernels
+    wide.train(2)
+    wide.train(2, threads=2)
+    wide.act_batch(np.zeros((1, 5, 5), np.uint8), masks[:1])
     goal = GoalNTupleAgent(_spec("2x3", "tile:5"), seed=0)
     goal.train(5)
     goal.act_batch(boards, masks)

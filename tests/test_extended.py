@@ -45,16 +45,21 @@ def test_td_trains_saves_and_replays_its_network_with_shares_that_add_up(tmp_pat
     td = ["--games", "0", "--expectimax-games", "0", "--td-games", "300", "--td-dir", str(tmp_path)]
     assert main([*td, "--td-minutes", "2x2:0.02", "--td-threads", "1"]) == 0
     first = capsys.readouterr().out
-    assert (tmp_path / "td-2x2.npz").is_file() and "| 16 | 67.0 |" in first
+    assert (tmp_path / "td-2x2.npz").is_file()
     assert main([*td, "--td-boards", "2x2", "--td-threads", "2"]) == 0
     second = capsys.readouterr().out
     trained = [line for line in first.splitlines() if line.startswith("2x2, n-tuple TD: trained")]
     assert trained and trained[0].split(";")[0] in second
     from agents.ntuple import NTupleAgent
-    from experiments.bench.extended import td_shares
+    from experiments.bench.extended import play_td, shares
 
-    ours, mean_score = td_shares(NTupleAgent.load(tmp_path / "td-2x2.npz"), 500, 1, [4, 8])
-    assert sum(share for share, _, _ in ours.values()) == pytest.approx(100.0) and mean_score > 0
-    assert all(tile & (tile - 1) == 0 and low <= share <= high for tile, (share, low, high) in ours.items())
+    max_tiles, mean_score = play_td(NTupleAgent.load(tmp_path / "td-2x2.npz"), 500, 1)
+    assert max_tiles.shape == (500,) and np.all(max_tiles & (max_tiles - 1) == 0) and mean_score > 0
+    tiles = [4, 8, 16, 32, 64]
+    ours, reached = shares(max_tiles, tiles), shares(max_tiles, tiles, at_least=True)
+    assert sum(share for share, _, _ in ours.values()) == pytest.approx(100.0)
+    assert reached[4][0] == 100.0 and all(reached[t][0] == pytest.approx(sum(ours[u][0] for u in tiles if u >= t))
+                                          for t in tiles)  # fmt: skip
+    assert "| 16 | 67.0 |" in first and "| 32 | 3.0 |" in first and "paper: reached" in first
     with pytest.raises(SystemExit, match="no trained network"):
         main([*td, "--td-boards", "3x3"])

@@ -155,16 +155,26 @@ def td_network(rows: int, cols: int, minutes: float, directory, threads: int, se
     return NTupleAgent.load(path), summary
 
 
-def td_shares(agent, games: int, threads: int, tiles) -> tuple[dict, float]:
-    """Play ``games`` greedy games without learning: ``(shares by largest tile as :func:`shares`, mean score)``."""
+def play_td(agent, games: int, threads: int) -> tuple[np.ndarray, float]:
+    """Play ``games`` greedy games without learning: ``(largest tile of each game int64 (games,), mean score)``
+    (the games in order of their largest tile)."""
     stats = agent.train(games, learn=False, threads=threads)
     reached = stats.max_exponent_counts  # tile -> games whose largest tile is at least it
     ordered = sorted(reached)
-    max_tiles = np.concatenate(
-        [np.full(reached[t] - (reached[ordered[k + 1]] if k + 1 < len(ordered) else 0), t) for k, t in
-         enumerate(ordered)]
-    )  # fmt: skip
-    return shares(max_tiles, sorted(set(tiles) | set(ordered))), stats.mean_score
+    counts = [reached[t] - (reached[ordered[k + 1]] if k + 1 < len(ordered) else 0) for k, t in enumerate(ordered)]
+    return np.repeat(np.array(ordered, np.int64), counts), stats.mean_score
+
+
+def print_beside_paper(paper: dict[int, float], max_tiles: np.ndarray, ours_name: str) -> None:
+    """A table of the paper's shares beside ours (95% interval) per largest tile, then the shares of games that
+    reached each tile or a larger one (the paper's summed from its rows)."""
+    tiles = sorted(set(paper) | set(np.unique(max_tiles).tolist()))
+    ours, ours_reached = shares(max_tiles, tiles), shares(max_tiles, tiles, at_least=True)
+    print(f"| largest tile | paper | {ours_name} | paper: reached | {ours_name}: reached |\n|---:|---:|---:|---:|---:|")
+    for tile in tiles:
+        paper_reached = f"{sum(v for t, v in paper.items() if t >= tile):.1f}" if paper else "—"
+        cells = [f"{s[tile][0]:.1f} [{s[tile][1]:.1f}, {s[tile][2]:.1f}]" for s in (ours, ours_reached)]
+        print(f"| {tile} | {paper.get(tile, '—')} | {cells[0]} | {paper_reached} | {cells[1]} |")
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -175,12 +185,13 @@ def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def shares(max_tiles: np.ndarray, tiles) -> dict[int, tuple[float, float, float]]:
-    """Per tile value: (percent of games whose largest tile it is, 95% interval low, high), in percent."""
+def shares(max_tiles: np.ndarray, tiles, at_least: bool = False) -> dict[int, tuple[float, float, float]]:
+    """Per tile value: (percent of games whose largest tile it is, or with ``at_least`` is it or larger; 95%
+    interval low, high), in percent."""
     n = len(max_tiles)
     result = {}
     for tile in tiles:
-        k = int((max_tiles == tile).sum())
+        k = int((max_tiles >= tile).sum() if at_least else (max_tiles == tile).sum())
         low, high = wilson(k, n)
         result[tile] = (100 * k / n, 100 * low, 100 * high)
     return result
@@ -285,31 +296,21 @@ def main(argv=None) -> int:
         start = time.perf_counter()
         played = play_expectimax(rows, cols, games, depth, args.seed)
         seconds = time.perf_counter() - start
-        paper = PAPER_EXPECTIMAX[(rows, cols)]
-        tiles = sorted(set(paper) | set(np.unique(played["max_tile"]).tolist()))
-        ours = shares(played["max_tile"], tiles)
         print(f"\n{rows}x{cols}, expectimax:{depth}, {games:,} games ({seconds:.0f} s)\n")
-        print(f"| largest tile | paper's expectimax | ours, expectimax:{depth} |\n|---:|---:|---:|")
-        for tile in tiles:
-            print(
-                f"| {tile} | {paper.get(tile, '—')} | {ours[tile][0]:.1f} [{ours[tile][1]:.1f}, {ours[tile][2]:.1f}] |"
-            )
+        print_beside_paper(PAPER_EXPECTIMAX[(rows, cols)], played["max_tile"], f"ours, expectimax:{depth}")
         print(f"mean score {played['score'].mean():,.1f}, mean moves {played['turns'].mean():,.1f}")
     threads = args.td_threads or os.cpu_count() or 1
     for (rows, cols), minutes in td_minutes.items():
         agent, summary = td_network(rows, cols, minutes, args.td_dir, threads, args.seed)
         start = time.perf_counter()
-        paper = PAPER_TD.get((rows, cols), {})
-        ours, mean_score = td_shares(agent, args.td_games, threads, paper)
+        max_tiles, mean_score = play_td(agent, args.td_games, threads)
         seconds = time.perf_counter() - start
         print(
             f"\n{rows}x{cols}, n-tuple TD: trained {summary['games']:,} games ({summary['moves']:,} moves, "
             f"{summary['train_seconds'] / 60:.1f} min on {summary['threads']} threads); {args.td_games:,} games "
             f"({seconds:.0f} s)\n"
         )
-        print("| largest tile | paper's TD | ours, TD |\n|---:|---:|---:|")
-        for tile, (share, low, high) in ours.items():
-            print(f"| {tile} | {paper.get(tile, '—')} | {share:.1f} [{low:.1f}, {high:.1f}] |")
+        print_beside_paper(PAPER_TD.get((rows, cols), {}), max_tiles, "ours, TD")
         print(f"mean score {mean_score:,.1f}")
     return 0
 

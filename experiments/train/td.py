@@ -14,7 +14,8 @@ Ns`` (seconds of training) a learning curve goes to ``OUT.curve.csv`` (see
 ``experiments.diagnostics.learning_curve``; plot
 with ``python -m experiments.diagnostics.curves``).
 
-The weights play in the benchmark as ``td:OUT`` (or ``expectimax:D:OUT``).
+The weights play in the benchmark as ``td:OUT`` (or ``expectimax:D:OUT``).  Any board from 2x2 to 8x8 trains:
+beyond 16 cells on the exponent-array kernels (``agents.ntuple_wide``), with the wall tuples by default.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ BOARD_SCHEDULES = {(3, 3): "0:0.5,0.2:0.1,0.5:0.02,0.8:0.005"}
 
 @dataclass
 class Args:
-    """Afterstate TD(0) on an n-tuple network (default tuples of agents.ntuple.DEFAULT_TUPLES)."""
+    """Afterstate TD(0) on an n-tuple network (default tuples of agents.ntuple.DEFAULT_TUPLES, wall_tuples beyond 16
+    cells)."""
 
     board: str = "3x3"
     minutes: float = 10.0
