@@ -6,7 +6,8 @@ Specs (``PATH`` is a file written by the agent's training script):
 ``random``                  uniformly random legal move
 ``greedy``                  largest immediate reward
 ``optimal``                 the oracle's move (needs ``oracle=``)
-``expectimax:D``            expectimax to depth D on the heuristic (beyond 16 cells: :class:`WideExpectimaxAgent`)
+``expectimax:D``            expectimax to depth D on the heuristic (beyond 16 cells: :class:`WideExpectimaxAgent`, as
+                            for ``expectimax:D:PATH``)
 ``expectimax:D:PATH``       expectimax to depth D on a trained n-tuple network (``.npz``)
 ``td:PATH``                 trained n-tuple network, greedy 1-ply (``.npz`` from ``experiments.train.td``; any board)
 ``ppo:PATH``                MaskablePPO or PPO model (``.zip``, e.g. from ``experiments.train.ppo``)
@@ -74,13 +75,11 @@ def make_agent(spec: str, rows: int, cols: int, seed: int = 0, oracle=None):
         depth, _, path = rest.partition(":")
         if not depth.isdigit() or not 1 <= int(depth) <= MAX_DEPTH:
             raise ValueError(f"agent {spec!r}: write expectimax:D with D in 1..{MAX_DEPTH}, optionally :PATH")
-        if not is_packable(rows, cols):  # beyond 16 cells: the search on exponent arrays, heuristic leaves only
-            if path:
-                raise ValueError(
-                    f"agent {spec!r}: on a {rows}x{cols} board expectimax searches on its heuristic only "
-                    "(its n-tuple leaf reads packed boards of 16 cells at most); write expectimax:D"
-                )
-            return WideExpectimaxAgent(rows, cols, depth=int(depth), seed=seed)
+        if not is_packable(rows, cols):  # beyond 16 cells: the search on exponent arrays
+            evaluator = _network(path, spec, rows, cols) if path else "heuristic"
+            agent = WideExpectimaxAgent(rows, cols, depth=int(depth), seed=seed, evaluator=evaluator)
+            agent.name = spec if not path else f"expectimax:{depth}:td"
+            return agent
         evaluator = _network(path, spec, rows, cols) if path else "heuristic"
         pattern = getattr(getattr(oracle, "spec", None), "pattern", None)
         agent = ExpectimaxAgent(

@@ -4,7 +4,9 @@
 exponents up to 15.  :class:`WideExpectimaxAgent` plays the same search, ``Q_d`` as defined there, with the same
 heuristic leaf ``E``, on ``uint8`` exponent arrays (:mod:`env2048.grid`): any board from 2x2 to 8x8, exponents up
 to 62.  On a board both hold it gives the same Q-values to the last bit (``tests/test_wide_expectimax.py``),
-summing in the same order.  It plays the plain game only (no endgame rules, no n-tuple leaf yet).
+summing in the same order.  Its leaves are valued by the heuristic or by an n-tuple network of the board
+(:class:`~agents.ntuple.NTupleAgent`, read by :func:`agents.ntuple_wide.evaluate_row`).  It plays the plain game
+only (no endgame rules, no success networks).
 
 Cache: chance-node values keyed by ``(afterstate, remaining depth)``, each entry holding the whole afterstate, so
 a lookup is exact (the slot comes from a hash of the cells); valid for one decision, as in the packed search.
@@ -22,6 +24,12 @@ from env2048.tables import line_tables_for
 
 from .base import Agent
 from .expectimax import DEFAULT_HEURISTIC, MAX_DEPTH
+from .ntuple import NTupleAgent
+from .ntuple_goal import GoalNTupleAgent
+from .ntuple_wide import evaluate_row
+
+#: Leaf values: the heuristic, or an n-tuple network's V(afterstate).
+_HEURISTIC, _NTUPLE = 0, 1
 
 #: Scratch rows per search level: the afterstate, and the board after a spawn.
 _ROWS_PER_LEVEL = 2
@@ -89,12 +97,13 @@ def _same(cache_boards, k, b, i):
 
 
 @numba.njit(cache=True)
-def _value(scratch, level, depth, rows, cols, lines, p4, hw, cboards, cdepth, cvals, cstamp, gen, q_out, fill):
+def _value(scratch, level, depth, rows, cols, lines, p4, hw, net, cboards, cdepth, cvals, cstamp, gen, q_out, fill):
     """``max_a Q_depth`` of the board in row ``2 * level - 1`` of ``scratch`` (level 1: the root, in row 1), 0 if
     no move is legal; with ``fill``, writes each legal move's Q to ``q_out`` (float64[4]).  (The recursive calls
     pass the same ``q_out`` with ``fill`` False: one signature, as numba's cache of a recursive kernel needs.)  Rows
     ``2 * level`` and ``2 * level + 1`` are this level's afterstate and the board after a spawn (the next level's
-    source)."""
+    source).  ``net``: ``(kind, weights, offsets, rows_cells, rows_tuple, layout)``, the leaf evaluator (the
+    network's arrays are placeholders when ``kind`` is the heuristic)."""
     cells = rows * cols
     not_filling = level < 0  # False, typed as a plain bool (a literal False would compile a second signature)
     source = 2 * level - 1
@@ -108,7 +117,10 @@ def _value(scratch, level, depth, rows, cols, lines, p4, hw, cboards, cdepth, cv
         if not changed:
             continue
         if depth == 1:
-            q = reward + grid_heuristic(scratch, after, rows, cols, hw)
+            if net[0] == _HEURISTIC:
+                q = reward + grid_heuristic(scratch, after, rows, cols, hw)
+            else:
+                q = reward + evaluate_row(scratch, after, net[1], net[2], net[3], net[4], net[5])
         else:
             mask = cdepth.shape[0] - 1
             slot = np.int64(_hash(scratch, after) >> np.uint64(40)) & mask
@@ -131,8 +143,8 @@ def _value(scratch, level, depth, rows, cols, lines, p4, hw, cboards, cdepth, cv
                                 scratch[child, d] = scratch[after, d]
                             scratch[child, c] = tile
                             v = _value(
-                                scratch, level + 1, depth - 1, rows, cols, lines, p4, hw, cboards, cdepth, cvals,
-                                cstamp, gen, q_out, not_filling,
+                                scratch, level + 1, depth - 1, rows, cols, lines, p4, hw, net, cboards, cdepth,
+                                cvals, cstamp, gen, q_out, not_filling,
                             )  # fmt: skip
                             spawned = (1.0 - p4) * v if tile == 1 else spawned + p4 * v
                         expected += spawned
@@ -154,7 +166,7 @@ def _value(scratch, level, depth, rows, cols, lines, p4, hw, cboards, cdepth, cv
 
 
 @numba.njit(cache=True)
-def _decide_many(boards, depth, rows, cols, lines, p4, hw, cboards, cdepth, cvals, cstamp, gen, want_q):
+def _decide_many(boards, depth, rows, cols, lines, p4, hw, net, cboards, cdepth, cvals, cstamp, gen, want_q):
     """Best action per board of ``boards`` (``uint8 (n, cells)``; int64[n], 0 where no move is legal), their Q
     (float64 (n, 4), ``-inf`` where illegal; filled if ``want_q``) and the last cache generation."""
     n, cells = boards.shape
@@ -168,7 +180,9 @@ def _decide_many(boards, depth, rows, cols, lines, p4, hw, cboards, cdepth, cval
         for c in range(cells):
             scratch[1, c] = boards[i, c]  # level 1's source row; level 1 writes rows 2 and 3
         q[:] = -np.inf
-        _value(scratch, np.int64(1), depth, rows, cols, lines, p4, hw, cboards, cdepth, cvals, cstamp, gen, q, filling)
+        _value(
+            scratch, np.int64(1), depth, rows, cols, lines, p4, hw, net, cboards, cdepth, cvals, cstamp, gen, q, filling
+        )
         best = 0
         for a in range(1, 4):
             if q[a] > q[best]:
@@ -180,11 +194,13 @@ def _decide_many(boards, depth, rows, cols, lines, p4, hw, cboards, cdepth, cval
 
 
 class WideExpectimaxAgent(Agent):
-    """Depth-limited expectimax on the heuristic, for any board from 2x2 to 8x8 (see the module docstring).
+    """Depth-limited expectimax for any board from 2x2 to 8x8 (see the module docstring).
 
-    ``depth``: moves looked ahead, 1 to :data:`~agents.expectimax.MAX_DEPTH`; ``heuristic``: the weights (w_empty,
-    w_merge, w_mono); ``p4``: the spawn probability of a 4 the agent assumes; ``cache_size``: chance-node cache
-    entries (a power of two; each holds a board).  Deterministic: the seed is accepted for a uniform interface.
+    ``depth``: moves looked ahead, 1 to :data:`~agents.expectimax.MAX_DEPTH`; ``evaluator``: ``"heuristic"`` or an
+    :class:`~agents.ntuple.NTupleAgent` of the board, whose V(afterstate) values the leaves; ``heuristic``: the
+    weights (w_empty, w_merge, w_mono); ``p4``: the spawn probability of a 4 the agent assumes; ``cache_size``:
+    chance-node cache entries (a power of two; each holds a board).  Deterministic: the seed is accepted for a
+    uniform interface.
     """
 
     name = "expectimax"
@@ -200,8 +216,20 @@ class WideExpectimaxAgent(Agent):
         p4: float = 0.1,
         cache_size: int = 1 << 16,
         seed: int = 0,
+        evaluator="heuristic",
     ):
         self.rows, self.cols = check_shape(rows, cols)
+        if isinstance(evaluator, GoalNTupleAgent):
+            raise ValueError("a success network values probabilities: WideExpectimaxAgent plays the score game only")
+        if isinstance(evaluator, NTupleAgent):
+            if (evaluator.rows, evaluator.cols) != (rows, cols):
+                raise ValueError(f"the n-tuple network is for {evaluator.rows}x{evaluator.cols}, not {rows}x{cols}")
+            kind, network = _NTUPLE, evaluator
+        elif isinstance(evaluator, str) and evaluator == "heuristic":
+            kind, network = _HEURISTIC, NTupleAgent(rows, cols, tuples=[[0]])  # placeholder arrays, never read
+        else:
+            raise ValueError(f"evaluator must be 'heuristic' or an NTupleAgent, got {evaluator!r}")
+        self._net = (kind, *network._args())
         if isinstance(depth, bool) or not isinstance(depth, int | np.integer) or not 1 <= depth <= MAX_DEPTH:
             raise ValueError(f"depth must be an int in [1, {MAX_DEPTH}], got {depth!r}")
         if cache_size < 4 or cache_size & (cache_size - 1):
@@ -210,7 +238,7 @@ class WideExpectimaxAgent(Agent):
         if self.heuristic.shape != (3,):
             raise ValueError(f"heuristic must be 3 weights (empty, merge, monotonicity), got {heuristic!r}")
         self.depth, self.p4, self.seed = int(depth), float(check_p4(p4)), seed
-        self.name = f"expectimax:{self.depth}"
+        self.name = f"expectimax:{self.depth}" + ("" if kind == _HEURISTIC else ":ntuple")
         self._lines = line_tables_for(self.rows, self.cols)
         cells = self.rows * self.cols
         self._cache = (
@@ -227,7 +255,8 @@ class WideExpectimaxAgent(Agent):
 
     @property
     def uses_heuristic(self) -> bool:
-        return True
+        """Whether the leaves are valued by the fixed heuristic (not by an n-tuple network)."""
+        return self._net[0] == _HEURISTIC
 
     def _search(self, boards, want_q: bool):
         cells = self.rows * self.cols
@@ -235,7 +264,7 @@ class WideExpectimaxAgent(Agent):
         if flat.size and (flat.min() < 0 or flat.max() > 62):
             raise ValueError(f"board exponents must be in 0..62, got {int(flat.min())}..{int(flat.max())}")
         out, qs, self._gen = _decide_many(
-            flat.astype(np.uint8), self.depth, self.rows, self.cols, self._lines, self.p4, self.heuristic,
+            flat.astype(np.uint8), self.depth, self.rows, self.cols, self._lines, self.p4, self.heuristic, self._net,
             *self._cache, self._gen, want_q,
         )  # fmt: skip
         return out, qs

@@ -63,3 +63,6 @@ def test_td_trains_saves_and_replays_its_network_with_shares_that_add_up(tmp_pat
     assert "| 16 | 67.0 |" in first and "| 32 | 3.0 |" in first and "paper: reached" in first
     with pytest.raises(SystemExit, match="no trained network"):
         main([*td, "--td-boards", "3x3"])
+    leaf = ["--games", "0", "--expectimax-games", "2x2:6", "--depth", "1", "--expectimax-leaf", "td"]
+    assert main([*leaf, "--td-dir", str(tmp_path)]) == 0
+    assert "2x2, expectimax:1:td, 6 games" in capsys.readouterr().out

@@ -24,7 +24,8 @@ would favour short games).
 Expectimax: ours is :class:`agents.wide_expectimax.WideExpectimaxAgent` (the heuristic of
 :mod:`agents.expectimax`, depth ``--depth``; ``--depth-6x6`` on 6x6, where a game lasts some 10^5 moves), beside
 the paper's (its own heuristic and an iterative deepening search).  It never plays an illegal move, so the two
-rules play the same games.  ``--expectimax-games 0`` (or a board left out) skips it.
+rules play the same games.  ``--expectimax-games 0`` (or a board left out) skips it.  ``--expectimax-leaf td``
+values its leaves by the board's TD network (``--td-dir``, trained as below) in place of the heuristic.
 
 n-tuple TD: ``--td-minutes 2x2:1,3x3:5,4x4:50,5x5:50`` trains a network per board for that many minutes
 (``experiments.train.td``: the default tuples, the wall tuples beyond 16 cells, its learning-rate schedule, on
@@ -107,14 +108,15 @@ def play_random(rows: int, cols: int, games: int, rule: str, seed: int) -> dict:
     return {key: np.asarray(values) for key, values in out.items()}
 
 
-def play_expectimax(rows: int, cols: int, games: int, depth: int, seed: int) -> dict:
-    """``games`` games of :class:`agents.wide_expectimax.WideExpectimaxAgent` at ``depth``, all at once on a
-    vector env (each env plays one game; one that has finished idles).  Returns ``{"max_tile", "score",
-    "turns"}`` as :func:`play_random`."""
+def play_expectimax(rows: int, cols: int, games: int, depth: int, seed: int, evaluator="heuristic") -> dict:
+    """``games`` games of :class:`agents.wide_expectimax.WideExpectimaxAgent` at ``depth`` (leaves valued by
+    ``evaluator``: the heuristic or an n-tuple network), all at once on a vector env (each env plays one game; one
+    that has finished idles).  Returns ``{"max_tile", "score", "turns"}`` as :func:`play_random`."""
     from agents.wide_expectimax import WideExpectimaxAgent
     from env2048 import Game2048VectorEnv
 
-    env, agent = Game2048VectorEnv(games, rows, cols), WideExpectimaxAgent(rows, cols, depth)
+    env = Game2048VectorEnv(games, rows, cols)
+    agent = WideExpectimaxAgent(rows, cols, depth, evaluator=evaluator)
     obs, info = env.reset(seed=seed)
     playing = np.ones(games, bool)
     out = {key: np.zeros(games, dtype) for key, dtype in (("max_tile", np.int64), ("score", float), ("turns", int))}
@@ -248,6 +250,12 @@ def main(argv=None) -> int:
     p.add_argument("--expectimax-games", default=DEFAULT_EXPECTIMAX_GAMES, help="board:games (default %(default)s)")
     p.add_argument("--depth", type=int, default=3, help="expectimax's depth (default %(default)s)")
     p.add_argument("--depth-6x6", type=int, default=2, help="expectimax's depth on 6x6 (default %(default)s)")
+    p.add_argument(
+        "--expectimax-leaf",
+        choices=("heuristic", "td"),
+        default="heuristic",
+        help="expectimax's leaf values: the heuristic, or the board's TD network from --td-dir",
+    )
     p.add_argument("--td-minutes", default="0", help="board:minutes of TD training, comma-separated (0: none)")
     p.add_argument("--td-games", type=int, default=1000, help="greedy games per TD network (default %(default)s)")
     p.add_argument("--td-dir", default="results/extended-td", help="where the TD networks are saved and read")
@@ -294,10 +302,13 @@ def main(argv=None) -> int:
     for (rows, cols), games in expectimax_games.items():
         depth = args.depth_6x6 if (rows, cols) == (6, 6) else args.depth
         start = time.perf_counter()
-        played = play_expectimax(rows, cols, games, depth, args.seed)
+        evaluator, name = "heuristic", f"expectimax:{depth}"
+        if args.expectimax_leaf == "td":
+            evaluator, name = td_network(rows, cols, 0, args.td_dir, 1, args.seed)[0], f"expectimax:{depth}:td"
+        played = play_expectimax(rows, cols, games, depth, args.seed, evaluator)
         seconds = time.perf_counter() - start
-        print(f"\n{rows}x{cols}, expectimax:{depth}, {games:,} games ({seconds:.0f} s)\n")
-        print_beside_paper(PAPER_EXPECTIMAX[(rows, cols)], played["max_tile"], f"ours, expectimax:{depth}")
+        print(f"\n{rows}x{cols}, {name}, {games:,} games ({seconds:.0f} s)\n")
+        print_beside_paper(PAPER_EXPECTIMAX[(rows, cols)], played["max_tile"], f"ours, {name}")
         print(f"mean score {played['score'].mean():,.1f}, mean moves {played['turns'].mean():,.1f}")
     threads = args.td_threads or os.cpu_count() or 1
     for (rows, cols), minutes in td_minutes.items():
