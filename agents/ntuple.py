@@ -30,6 +30,7 @@ import numpy as np
 from env2048 import board as B
 from env2048 import metering
 from env2048.engine import next_uniform
+from env2048.grid import exponent_rows
 from env2048.kernels import move_packed
 from env2048.shape import check_shape, is_packable
 from env2048.tables import board_tables, line_tables_for, symmetry_tables
@@ -527,13 +528,10 @@ class NTupleAgent(Agent):
     def _exponent_rows(self, boards) -> np.ndarray:
         """``boards`` (``(rows, cols)`` or ``(n, rows, cols)`` exponents) as ``uint8 (n, cells)``; a clear error
         for another shape or exponents outside 0..62."""
-        cells = self.rows * self.cols
         arr = np.asarray(boards)
-        if arr.size % cells or arr.shape[-2:] != (self.rows, self.cols):
+        if arr.shape[-2:] != (self.rows, self.cols):
             raise ValueError(f"boards must have shape (n, {self.rows}, {self.cols}), got {arr.shape}")
-        if arr.size and (arr.min() < 0 or arr.max() > 62):
-            raise ValueError(f"board exponents must be in 0..62, got {int(arr.min())}..{int(arr.max())}")
-        return np.ascontiguousarray(arr.reshape(-1, cells).astype(np.uint8))
+        return exponent_rows(arr, self.rows * self.cols)
 
     def train(
         self, episodes: int, learn: bool = True, threads: int = 1, trace: bool = False, max_moves: int | None = None

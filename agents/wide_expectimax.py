@@ -18,7 +18,7 @@ import numba
 import numpy as np
 
 from env2048.board import check_p4
-from env2048.grid import move_inplace
+from env2048.grid import exponent_rows, move_inplace
 from env2048.shape import check_shape
 from env2048.tables import line_tables_for
 
@@ -259,13 +259,9 @@ class WideExpectimaxAgent(Agent):
         return self._net[0] == _HEURISTIC
 
     def _search(self, boards, want_q: bool):
-        cells = self.rows * self.cols
-        flat = np.ascontiguousarray(np.asarray(boards).reshape(-1, cells))
-        if flat.size and (flat.min() < 0 or flat.max() > 62):
-            raise ValueError(f"board exponents must be in 0..62, got {int(flat.min())}..{int(flat.max())}")
         out, qs, self._gen = _decide_many(
-            flat.astype(np.uint8), self.depth, self.rows, self.cols, self._lines, self.p4, self.heuristic, self._net,
-            *self._cache, self._gen, want_q,
+            exponent_rows(boards, self.rows * self.cols), self.depth, self.rows, self.cols, self._lines, self.p4,
+            self.heuristic, self._net, *self._cache, self._gen, want_q,
         )  # fmt: skip
         return out, qs
 

@@ -16,7 +16,28 @@ import numpy as np
 
 from .shape import DOWN, LEFT, RIGHT, UP
 
-__all__ = ["line_geometry", "move_inplace", "move_many", "legal_bits", "spawn_inplace", "grid_age", "grid_max_exponent"]
+__all__ = [
+    "exponent_rows",
+    "line_geometry",
+    "move_inplace",
+    "move_many",
+    "legal_bits",
+    "spawn_inplace",
+    "grid_age",
+    "grid_max_exponent",
+]
+
+
+def exponent_rows(boards, cells: int) -> np.ndarray:
+    """``boards`` (any array of exponents whose size is a multiple of ``cells``) as contiguous ``uint8 (n,
+    cells)`` rows for the kernels here; a clear error for another size or an exponent outside 0..62 (tiles must
+    fit in int64)."""
+    arr = np.asarray(boards)
+    if arr.size % cells:
+        raise ValueError(f"boards of {cells} cells expected, got an array of shape {arr.shape}")
+    if arr.size and (arr.min() < 0 or arr.max() > 62):
+        raise ValueError(f"board exponents must be in 0..62, got {int(arr.min())}..{int(arr.max())}")
+    return np.ascontiguousarray(arr.reshape(-1, cells).astype(np.uint8))
 
 
 @numba.njit(cache=True, inline="always")

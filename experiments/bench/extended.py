@@ -217,11 +217,12 @@ def paper_games_bound(paper: dict[int, float], ours: dict[int, tuple[float, floa
 
 def parse_shape(text: str, option: str) -> tuple[int, int]:
     """``"3x3"`` as ``(3, 3)``: one of the paper's boards, else a clear exit."""
-    rows, _, cols = text.partition("x")
+    from env2048.shape import parse_board
+
     try:
-        shape = int(rows), int(cols)
-    except ValueError:
-        raise SystemExit(f"{option}: expected a board like 3x3, got {text!r}") from None
+        shape = parse_board(text)
+    except ValueError as err:
+        raise SystemExit(f"{option}: {err}") from None
     if shape not in PAPER_RANDOM:
         raise SystemExit(f"{option}: boards are {', '.join(f'{r}x{c}' for r, c in PAPER_RANDOM)}, got {text!r}")
     return shape
