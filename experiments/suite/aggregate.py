@@ -1,6 +1,7 @@
-"""Aggregates across tasks and runs the way RL papers report them, computed by rliable (Agarwal et al., 2021):
-IQM, mean, median and optimality gap with stratified-bootstrap 95% CIs, performance profiles and probability of
-improvement.  Scores are normalized by the exact optimum, so the optimality gap (1 - score, clipped at 0) is exact.
+"""Aggregates across tasks and runs the way RL papers report them (rliable, Agarwal et al., 2021): IQM, mean,
+median and optimality gap, performance profiles and probability of improvement, with stratified-bootstrap 95%
+intervals that also carry each Monte-Carlo score's sampling error (:mod:`experiments.suite.bootstrap`).  Scores are
+normalized by the exact optimum, so the optimality gap (1 - score, clipped at 0) is exact.
 
     python -m experiments.suite compare DIR_A DIR_B ... --out DIR
 """
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import bootstrap
 from .budget import REFERENCE_TRACK
 
 #: The aggregate metrics, in the order of their columns.
@@ -55,33 +57,29 @@ def point_estimates(scores: np.ndarray) -> np.ndarray:
     )
 
 
-def interval_estimates(matrices: dict[str, np.ndarray], reps: int = 2000, seed: int = 0):
-    """``(points, cis)``: per algorithm, the :data:`METRICS` and their stratified-bootstrap 95% CIs
-    (``float64[2, 4]``, lower and upper rows)."""
-    rly, _ = _rliable()
-    np.random.seed(seed)  # noqa: NPY002  (rliable's bootstrap draws from numpy's global generator)
-    return rly.get_interval_estimates(matrices, point_estimates, reps=reps)
+def probability_of_improvement(x, y, reps: int = 2000, seed: int = 0):
+    """P(X > Y) over tasks, with its 95% bootstrap interval: ``(point, (low, high))``.  ``x``, ``y``: ``(runs,
+    tasks)`` score matrices, or :class:`~experiments.suite.bootstrap.ScoreCells` whose Monte-Carlo error the
+    interval then carries."""
+    return bootstrap.probability_of_improvement(_cells(x), _cells(y), reps, seed)
 
 
-def probability_of_improvement(x: np.ndarray, y: np.ndarray, reps: int = 2000, seed: int = 0):
-    """P(X > Y) over tasks, with its stratified-bootstrap CI: ``(point, (low, high))``."""
-    rly, metrics = _rliable()
-    np.random.seed(seed)  # noqa: NPY002
-    points, cis = rly.get_interval_estimates({"pair": (x, y)}, metrics.probability_of_improvement, reps=reps)
-    low, high = np.ravel(cis["pair"])
-    return float(points["pair"]), (float(low), float(high))
+def _cells(scores) -> bootstrap.ScoreCells:
+    return scores if isinstance(scores, bootstrap.ScoreCells) else bootstrap.ScoreCells.exact(scores)
 
 
-def aggregate_table(matrices: dict[str, np.ndarray], reps: int = 2000) -> dict:
-    """``{name: {metric: {"point", "ci": [low, high]}, "runs": n}}`` of each ``(runs, tasks)`` matrix, each
-    bootstrapped on its own from the same seed: an agent's CIs do not move when another agent is added."""
+def aggregate_table(matrices: dict, reps: int = 2000) -> dict:
+    """``{name: {metric: {"point", "ci": [low, high]}, "runs": n}}`` of each agent's scores (a ``(runs, tasks)``
+    matrix, or :class:`~experiments.suite.bootstrap.ScoreCells` with their Monte-Carlo error): the points are
+    rliable's, the 95% intervals from :mod:`experiments.suite.bootstrap`, each agent bootstrapped on its own from
+    the same seed, so that its intervals do not move when another agent is added."""
     table = {}
-    for name, matrix in matrices.items():
-        points, cis = interval_estimates({name: matrix}, reps)
+    for name, scores in matrices.items():
+        cells = _cells(scores)
+        points, cis = point_estimates(cells.normalized), bootstrap.intervals(cells, reps)
         table[name] = {
-            m: {"point": float(points[name][i]), "ci": [float(cis[name][0][i]), float(cis[name][1][i])]}
-            for i, m in enumerate(METRICS)
-        } | {"runs": int(matrix.shape[0])}
+            m: {"point": float(points[i]), "ci": [float(cis[0][i]), float(cis[1][i])]} for i, m in enumerate(METRICS)
+        } | {"runs": int(cells.shape[0])}
     return table
 
 
@@ -137,7 +135,7 @@ def aggregates_by_family(matrices: dict[str, np.ndarray], families: dict[str, st
     for family in FAMILIES:
         columns = [j for j, t in enumerate(tasks) if families[t] == family]
         if columns:
-            out[family] = aggregate_table({n: m[:, columns] for n, m in matrices.items()}, reps)
+            out[family] = aggregate_table({n: _cells(m).take(columns) for n, m in matrices.items()}, reps)
     return out
 
 
@@ -181,7 +179,7 @@ def compare(dirs, out, reps: int = 2000, pool_tracks: bool = False) -> dict:
     if len(tasks) != 1:
         raise ValueError(f"the results cover different tasks: {sorted(tasks)}")
     task_names = list(tasks.pop())
-    matrices = {name: np.asarray(data["normalized"], float) for name, data in loaded}
+    matrices = {name: bootstrap.ScoreCells.of_result(data) for name, data in loaded}
     if len(matrices) != len(loaded):
         raise ValueError(
             "two results directories hold the same agent: compare distinct ones, or name each one (NAME=DIR)"
@@ -204,14 +202,37 @@ def compare(dirs, out, reps: int = 2000, pool_tracks: bool = False) -> dict:
     (out / "compare.json").write_text(json.dumps(result, indent=1) + "\n")
     (out / "compare.md").write_text(markdown(result))
     plot_aggregates(result, out / "aggregates.png")
-    plot_profiles(matrices, out / "profiles.png", reps)
+    plot_profiles({n: m.normalized for n, m in matrices.items()}, out / "profiles.png", reps)
     return result
+
+
+#: Normalized scores below this print as ``< 1e-3`` and are not ranked against each other: at that level the
+#: suite tells no learner's play apart.
+SCORE_FLOOR = 1e-3
+
+
+def score_text(x: float) -> str:
+    """A normalized score for a table: three decimals, or ``< 1e-3``."""
+    return "< 1e-3" if x < SCORE_FLOOR else f"{x:.3f}"
+
+
+def estimate_text(row: dict, probability: bool = False) -> str:
+    """``"0.446 [0.438, 0.453]"`` of ``{"point", "ci"}``: scores through :func:`score_text`, a probability of
+    improvement (``probability``) in plain decimals."""
+    text = (lambda x: f"{x:.3f}") if probability else score_text
+    return f"{text(row['point'])} [{text(row['ci'][0])}, {text(row['ci'][1])}]"
+
+
+def regime_of_result(data: dict) -> str:
+    """The budget regime of a suite.json: its ``regime``, ``small`` for results written before regimes (their
+    budgets are the small regime's)."""
+    return data.get("regime", "small")
 
 
 def _table_lines(table: dict) -> list[str]:
     lines = ["| agent | runs | " + " | ".join(METRICS) + " |", "|---|---:|" + "---:|" * len(METRICS)]
     for name, row in table.items():
-        cells = [f"{row[m]['point']:.3f} [{row[m]['ci'][0]:.3f}, {row[m]['ci'][1]:.3f}]" for m in METRICS]
+        cells = [estimate_text(row[m]) for m in METRICS]
         lines.append(f"| {name} | {row['runs']} | " + " | ".join(cells) + " |")
     return lines
 
@@ -220,7 +241,7 @@ def markdown(result: dict) -> str:
     tasks = result["tasks"]
     lines = [
         f"Suite v{result['suite_version']}, {len(tasks)} tasks ({', '.join(tasks)}); scores are V^pi / V*; 95% "
-        "stratified-bootstrap CIs (rliable).  Tracks: "
+        "stratified-bootstrap CIs carrying each Monte-Carlo score's error.  Tracks: "
         + ", ".join(f"{name} ({track})" for name, track in result["tracks"].items())
         + (" (pooled on request)" if result["pooled_tracks"] else "")
         + ".",
@@ -234,7 +255,7 @@ def markdown(result: dict) -> str:
         if block["probability_of_improvement"]:
             lines += ["", "| probability of improvement | P(X > Y) [95% CI] |", "|---|---:|"]
             for pair, v in block["probability_of_improvement"].items():
-                lines.append(f"| {pair} | {v['point']:.3f} [{v['ci'][0]:.3f}, {v['ci'][1]:.3f}] |")
+                lines.append(f"| {pair} | {estimate_text(v, probability=True)} |")
     return "\n".join(lines) + "\n"
 
 

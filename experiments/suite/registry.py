@@ -25,12 +25,18 @@ import numpy as np
 from .aggregate import (
     FAMILIES,
     METRICS,
+    SCORE_FLOOR,
     aggregate_table,
+    estimate_text,
     plot_aggregates,
     plot_profiles,
+    probability_of_improvement,
+    regime_of_result,
+    score_text,
     track_of_result,
 )
 from .audit import audit
+from .bootstrap import ScoreCells
 from .tasks import SUITE_VERSION, SUITES, suite_tasks
 from .tuning import BASELINE, LOG, read_log
 
@@ -195,10 +201,6 @@ def load(registry: Path = REGISTRY) -> dict[str, dict]:
     return dict(sorted(entries.items(), key=lambda kv: float(np.mean(kv[1]["normalized"]))))
 
 
-def _iqm(row: dict) -> str:
-    return f"{row['IQM']['point']:.3f} [{row['IQM']['ci'][0]:.3f}, {row['IQM']['ci'][1]:.3f}]"
-
-
 def _parts(version: int) -> dict[str, list[str]]:
     """``{"overall": every task, family: its tasks, ...}`` of suite ``version``, tasks in the suite's order."""
     tasks = suite_tasks(version)
@@ -218,19 +220,13 @@ def _version(entries: dict[str, dict]) -> int:
     return int(next(iter(entries.values()))["suite_version"])
 
 
-def _columns(data: dict, tasks: list[str]) -> np.ndarray:
-    """The ``float (runs, len(tasks))`` scores of a suite.json on ``tasks`` (each one it covers)."""
-    matrix = np.asarray(data["normalized"], float)
-    return matrix[:, [data["tasks"].index(t) for t in tasks]]
-
-
 def registry_aggregates(entries: dict[str, dict], reps: int = 2000) -> dict:
     """``{"overall": table, family: table, ...}`` (tables of :func:`aggregate_table`), each over the entries that
     cover its tasks (an entry of one family is in that family's table only): an agent's aggregates are its own
     runs' (no statistic here crosses two agents), so one table shows every track."""
     out = {}
     for part, tasks in _parts(_version(entries)).items():
-        matrices = {n: _columns(d, tasks) for n, d in entries.items() if set(tasks) <= set(d["tasks"])}
+        matrices = {n: ScoreCells.of_result(d, tasks) for n, d in entries.items() if set(tasks) <= set(d["tasks"])}
         if matrices:
             out[part] = aggregate_table(matrices, reps)
     return out
@@ -240,32 +236,42 @@ def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggreg
     """The generated Markdown.  With ``full`` (docs/suite.md): per task mean normalized score over runs (method
     marked) with each entry's track and compute, then each agent's aggregates (over its own runs, so agents of
     different tracks are never pooled), every metric per family of tasks and overall; else (the README's
-    headline) the IQM per family and overall in one table, and the ranking.  ``aggregates``:
-    :func:`registry_aggregates` of ``entries``, if already computed."""
+    headline) the IQM and the mean per family and overall in one table, and the rankings within each track and
+    regime.  ``aggregates``: :func:`registry_aggregates` of ``entries``, if already computed."""
     version = _version(entries)
     names = _parts(version)["overall"]
-    tracks = {name: track_of_result(data) for name, data in entries.items()}
+    tracks = {name: track_label(data, entries) for name, data in entries.items()}
     lines = [] if not full else per_task_table(entries, names, tracks) + tuning_table(entries)
     if aggregates is None:
         aggregates = registry_aggregates(entries, reps)
     if not full:
         parts = [p for p in FAMILIES if p in aggregates] + ["overall"]
         titles = [FAMILIES.get(p, "all tasks") for p in parts]
-        lines += ["| IQM [95% CI] | track | " + " | ".join(titles) + " |", "|---|---|" + "---:|" * len(parts)]
+        header = " | ".join(f"{t}: {m}" for t in titles for m in ("IQM", "mean"))
+        lines += [f"| agent | track | {header} |", "|---|---|" + "---:|" * (2 * len(parts))]
         for name in entries:
-            cells = [_iqm(aggregates[p][name]) if name in aggregates[p] else "—" for p in parts]
+            cells = [
+                estimate_text(aggregates[p][name][m]) if name in aggregates[p] else "—"
+                for p in parts
+                for m in ("IQM", "mean")
+            ]
             lines.append(f"| {name} | {tracks[name]} | " + " | ".join(cells) + " |")
-        ranked = [n for n, d in entries.items() if d.get("agent") != "optimal"]  # the optimum is 1 by definition
-        lines += ["", "Ranked by IQM (`>`: the 95% CIs apart, `≈`: overlapping; the track in brackets):", ""]
-        for p, t in zip(parts, titles, strict=True):
-            lines.append(f"- {t}: {ranking(aggregates[p], tracks, [n for n in ranked if n in aggregates[p]])}")
+        lines += ["", RANKING_NOTE, ""]
+        for track in sorted(set(tracks.values()), key=list(tracks.values()).index):
+            members = [n for n, d in entries.items() if tracks[n] == track and d.get("agent") != "optimal"]
+            for p, t in zip(parts, titles, strict=True):
+                ranked = [n for n in members if n in aggregates[p]]
+                if len(ranked) > 1:
+                    columns = _parts(version)[p]
+                    cells = {n: ScoreCells.of_result(entries[n], columns) for n in ranked}
+                    lines.append(f"- {track}, {t}: {ranking(aggregates[p], cells, ranked, reps)}")
     else:
         for part, table in aggregates.items():
             title = "all tasks" if part == "overall" else FAMILIES[part]
             lines += ["", f"*{title}* ({', '.join(_parts(version)[part])}):", ""]
             lines += ["| agent | track | " + " | ".join(METRICS) + " |", "|---|---|" + "---:|" * len(METRICS)]
             for name, row in table.items():
-                cells = [f"{row[m]['point']:.3f} [{row[m]['ci'][0]:.3f}, {row[m]['ci'][1]:.3f}]" for m in METRICS]
+                cells = [estimate_text(row[m]) for m in METRICS]
                 lines.append(f"| {name} | {tracks[name]} | " + " | ".join(cells) + " |")
     commits = sorted({_short(d["provenance"]["commit"]) for d in entries.values()})
     monte_carlo = "† Monte Carlo (1,000 games, Wilson 95% CI in the run files), the others exact; "
@@ -273,12 +279,31 @@ def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggreg
         "",
         SCORES_NOTE
         + (monte_carlo + COMPUTE_NOTE + " " + cost_line(entries) if full else HEADLINE_NOTE)
-        + "Aggregates over runs × tasks with rliable's stratified bootstrap, 95% CIs, per family of tasks and "
-        "overall, each over one agent's runs. "
+        + "Aggregates over runs × tasks, per family of tasks and overall, each over one agent's runs, with 95% "
+        "intervals of a stratified bootstrap over runs that redraws each Monte-Carlo score from its own "
+        "sampling error (so an agent scored once by Monte Carlo has an interval too); below 1e-3 a score prints "
+        "as `< 1e-3`. "
         f"Generated by `python -m experiments.suite registry` from docs/reference/suite-v{version}/ "
         f"(commits {', '.join(commits)}).",
     ]
     return "\n".join(lines)
+
+
+def track_label(data: dict, entries: dict[str, dict]) -> str:
+    """An entry's track, and its budget regime where the registry holds more than one."""
+    regimes = {regime_of_result(d) for d in entries.values()}
+    track = track_of_result(data)
+    return f"{track}, {regime_of_result(data)}" if len(regimes) > 1 else track
+
+
+#: What the headline's rankings mean.
+RANKING_NOTE = (
+    "Ranked within each track (and budget regime), never across: by IQM, best first; between two neighbours, "
+    "the probability that the first improves on the second (rliable's P(X > Y) over the family's tasks, 95% "
+    "interval), `>` where its interval lies above 1/2, `<` where it lies below (the second improves on the first "
+    "though its IQM is lower), `≈` where it holds 1/2; agents whose IQM is below 1e-3 are not ranked against each "
+    "other."
+)
 
 
 #: How both blocks' notes begin.
@@ -358,18 +383,24 @@ def cost_line(entries: dict[str, dict]) -> str:
     )
 
 
-def ranking(table: dict, tracks: dict[str, str], names: list[str]) -> str:
+def ranking(table: dict, cells: dict[str, ScoreCells], names: list[str], reps: int = 2000) -> str:
     """``names`` ordered by the IQM of ``table`` (one family's :func:`aggregate_table`), best first, each with its
-    track and IQM, joined by ``>`` where the two neighbours' 95% CIs are apart and ``≈`` where they overlap."""
+    IQM; between two neighbours the first's probability of improvement over the second (from their ``cells``,
+    with its 95% interval, in brackets), and ``>`` where that interval lies above 1/2, ``<`` where it lies below
+    (the IQM and the probability of improvement disagree), ``≈`` where it holds 1/2.  Agents whose IQM is below
+    :data:`SCORE_FLOOR` close the list, unranked."""
     order = sorted(names, key=lambda n: -table[n]["IQM"]["point"])
+    ranked = [n for n in order if table[n]["IQM"]["point"] >= SCORE_FLOOR]
     text = ""
-    for i, name in enumerate(order):
+    for i, name in enumerate(ranked):
         if i:
-            upper_of_next, lower = table[name]["IQM"]["ci"][1], table[order[i - 1]]["IQM"]["ci"][0]
-            text += " > " if upper_of_next < lower else " ≈ "
-        point = table[name]["IQM"]["point"]
-        shown = f"{point:.3f}" if point >= 1e-3 or point == 0 else f"{point:.1e}"
-        text += f"{name} ({tracks[name]}) {shown}"
+            point, (low, high) = probability_of_improvement(cells[ranked[i - 1]], cells[name], reps)
+            sign = ">" if low > 0.5 else "<" if high < 0.5 else "≈"
+            text += f" {sign} (P {point:.2f} [{low:.2f}, {high:.2f}]) "
+        text += f"{name} {score_text(table[name]['IQM']['point'])}"
+    floor = [n for n in order if n not in ranked]
+    if floor:
+        text += ("; " if text else "") + f"below 1e-3, not ranked: {', '.join(floor)}"
     return text
 
 
@@ -401,7 +432,7 @@ def _short(commit) -> str:
 
 
 def _fmt(x: float) -> str:
-    return f"{x:.4f}" if x >= 1e-3 or x == 0 else f"{x:.1e}"
+    return f"{x:.4f}" if x >= SCORE_FLOOR else "< 1e-3"
 
 
 def _replace_block(text: str, block: str, version: int) -> str:
