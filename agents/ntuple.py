@@ -403,6 +403,10 @@ def traced(boards: np.ndarray, actions: np.ndarray, moves: int) -> tuple[np.ndar
     return boards[:moves].copy(), actions[:moves].copy()
 
 
+class TrainingDiverged(RuntimeError):
+    """An n-tuple network's weights stopped being finite numbers: its learning rate is too large for the board."""
+
+
 @dataclass
 class TrainStats:
     """A round of training: its games, moves, time, mean score (share won for a game of success), the largest
@@ -586,9 +590,21 @@ class NTupleAgent(Agent):
         metering.charge(int(moves.sum()), metering.SIMULATED)
         counts = {int(1 << k): int((top >= k).sum()) for k in np.unique(top)}
         stats = TrainStats(int(episodes), int(moves.sum()), dt, float(scores.mean()) if scores.size else 0.0, counts)
+        if (moves == 0).any():  # every game has a first move, unless the values are no longer numbers
+            self._check_finite()
         if trace:
             stats.boards, stats.actions = traced(boards, actions, stats.moves)
         return stats
+
+    def _check_finite(self) -> None:
+        """:class:`TrainingDiverged` if a weight is a NaN or an infinity."""
+        if np.isfinite(self.weights).all():
+            return
+        raise TrainingDiverged(
+            f"the n-tuple network diverged at learning rate {self.alpha} on {self.rows}x{self.cols}: its weights are "
+            "no longer finite.  Where several symmetric images of a tuple read one weight, an update moves V by "
+            "more than the learning rate says: give a smaller one (experiments.train.td: --schedule)"
+        )
 
     def _train_wide(self, episodes: int, alpha: float, learn: bool, threads: int, max_moves: int | None):
         """A round on the exponent-array kernels: ``(scores, moves, max_exponent)`` of the games begun."""

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from agents.ntuple import TrainingDiverged
 from agents.registry import make_agent
 from experiments.train import td as train_td
 from oracle import Oracle
@@ -29,6 +30,19 @@ def test_3x3_trains_on_its_own_schedule_unless_one_is_given(tmp_path):
     assert summary["schedule"] == train_td.parse_schedule(train_td.BOARD_SCHEDULES[3, 3])
     summary = train_td.train(train_td.Args(**base, schedule="0:0.3", out=str(tmp_path / "b.npz")))
     assert summary["schedule"] == [(0.0, 0.3)]
+
+
+def test_a_diverging_network_stops_with_a_clear_error_and_keeps_its_checkpoint(tmp_path):
+    """A learning rate far too large makes the weights overflow to infinities and NaNs, where no move has a value:
+    training stops with an error that says so and how to fix it, and the checkpoint on disk is not overwritten by
+    the broken weights."""
+    out = tmp_path / "td.npz"
+    base = dict(board="2x2", minutes=0, round=200, evaluate=False, test_games=0, threads=1, out=str(out))
+    train_td.train(train_td.Args(**base, games=200))
+    before = out.read_bytes()
+    with pytest.raises(TrainingDiverged, match=r"(?s)diverged at learning rate 1e\+30 on 2x2.*--schedule.*kept at"):
+        train_td.train(train_td.Args(**base, games=2000, schedule="0:1e30"))
+    assert out.read_bytes() == before
 
 
 def test_schedule_parsing():

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from agents.ntuple import NTupleAgent, tuple_set
+from agents.ntuple import NTupleAgent, TrainingDiverged, tuple_set
 from env2048.shape import parse_board
 from experiments.cli import parse_dataclass, write_json
 from experiments.diagnostics.learning_curve import EvalEvery, LearningCurve
@@ -35,7 +35,9 @@ from solver.provision import BUILDABLE
 DEFAULT_SCHEDULE = "0:0.5,0.5:0.1,0.8:0.02"
 #: 3x3 plateaus within 2 minutes at 0.5 and gains most at the small rates, so it leaves 0.5 early and ends at
 #: 0.005 (10 minutes: 95.62% of V* against 94.56% with DEFAULT_SCHEDULE; docs/diagnostics.md).
-BOARD_SCHEDULES = {(3, 3): "0:0.5,0.2:0.1,0.5:0.02,0.8:0.005"}
+#: On 6x6, 0.5 diverged (the weights overflowed) after about 5,000 games: where several symmetric images of a wall
+#: tuple read one weight, an update moves V by several times the learning rate.
+BOARD_SCHEDULES = {(3, 3): "0:0.5,0.2:0.1,0.5:0.02,0.8:0.005", (6, 6): "0:0.1,0.5:0.02,0.8:0.005"}
 
 
 @dataclass
@@ -144,9 +146,15 @@ def train(args: Args) -> dict:
                     f"checkpoint {row['checkpoint']}: {moves:,} moves, {spent:.0f} s: "
                     f"{row['percent_of_optimal']:.2f}% of V* ({row['method']})"
                 )
-    finally:
+    except TrainingDiverged as e:  # keep the last checkpoint, not the broken weights
+        bar.close()
+        raise TrainingDiverged(f"{e} (after {games:,} games; the last checkpoint, if any, is kept at {out})") from None
+    except BaseException:
         bar.close()
         agent.save(out)
+        raise
+    bar.close()
+    agent.save(out)
     if curve is not None and (not curve.rows or curve.rows[-1]["env_steps"] != moves):
         curve.record(agent, moves, spent, games=games)
     summary = {
