@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 TEST_WORKERS ?= 2
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: test test-fast docs demo figures bench datasets reference tunings lint format clean
+.PHONY: test citation test-fast docs demo figures bench datasets reference tunings lint format clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,12 +17,22 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
-# Every test, the linter, the formatter's check and the strict docs build: what CI runs.
-test: $(STAMP)
+# Every test, the linter, the formatter's check, the strict docs build and CITATION.cff's validation: what CI runs.
+test: $(STAMP) citation
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
 	$(PY) -m pytest -q --durations=15 -n $(TEST_WORKERS) --dist loadscope
+
+# CITATION.cff against the Citation File Format's schema, by cffconvert in a venv of its own (it pins jsonschema < 4,
+# which Ray's would not share).
+CFF_VENV := .venv-cff
+$(CFF_VENV)/bin/cffconvert:
+	$(PYTHON) -m venv $(CFF_VENV)
+	$(CFF_VENV)/bin/pip install --quiet "cffconvert==2.0.0"
+
+citation: $(CFF_VENV)/bin/cffconvert
+	$(CFF_VENV)/bin/cffconvert --validate -i CITATION.cff
 
 # The quick lane, to run after every change (under two minutes with warm kernel caches): every package's core
 # behaviour; tests marked slow (3 s or more warm: larger tables, Ray, the wheel, the browser, training runs, JAX
