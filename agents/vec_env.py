@@ -89,7 +89,8 @@ class Game2048SB3VecEnv(SharedSettingsVecEnv):
     """``num_envs`` games of 2048 on a ``rows`` x ``cols`` board as one SB3 ``VecEnv``.
 
     ``obs_mode`` ``"onehot"`` (``uint8 (channels, rows, cols)`` per env) or ``"exponent"``; ``reward`` one of
-    :data:`REWARDS`; ``p4``, ``goal_tile`` and ``invalid_action`` as in :class:`~env2048.env.Game2048Env`.
+    :data:`REWARDS`; ``p4``, ``goal_tile``, ``invalid_action`` and ``start_p4`` as in
+    :class:`~env2048.env.Game2048Env`.
     """
 
     def __init__(
@@ -102,13 +103,21 @@ class Game2048SB3VecEnv(SharedSettingsVecEnv):
         obs_mode: str = "onehot",
         reward: str = "score",
         invalid_action: str = "noop",
+        start_p4: float | None = None,
     ):
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
         if reward == "goal" and goal_tile is None:
             raise ValueError("reward='goal' needs a goal_tile (the tile whose making earns 1)")
         self.game = Game2048VectorEnv(
-            num_envs, rows, cols, p4=p4, goal_tile=goal_tile, invalid_action=invalid_action, obs_mode=obs_mode
+            num_envs,
+            rows,
+            cols,
+            p4=p4,
+            goal_tile=goal_tile,
+            invalid_action=invalid_action,
+            obs_mode=obs_mode,
+            start_p4=start_p4,
         )
         self.rows, self.cols, self.reward_mode, self.goal_tile = rows, cols, reward, goal_tile
         self.render_mode = None

@@ -556,12 +556,12 @@ def start_states(rows: int, cols: int, p4: float = 0.1, canonical_only: bool = F
     return np.array(keys, dtype=np.uint64), np.array([acc[k] for k in keys], dtype=np.float64)
 
 
-def check_p4(p4) -> float:
-    """Validate the probability of a 4-tile spawn."""
+def check_p4(p4, name: str = "p4") -> float:
+    """Validate the probability of a 4-tile spawn (``name``: the argument's name, for the error)."""
     try:
         value = float(p4)
     except (TypeError, ValueError):
-        raise TypeError(f"p4 must be a probability in [0, 1], got {p4!r}") from None
+        raise TypeError(f"{name} must be a probability in [0, 1], got {p4!r}") from None
     if not 0.0 <= value <= 1.0 or value != value:
-        raise ValueError(f"p4 must be a probability in [0, 1], got {p4!r}")
+        raise ValueError(f"{name} must be a probability in [0, 1], got {p4!r}")
     return value

@@ -56,11 +56,12 @@ def _spawn(b, i, p4, key):
 
 
 @numba.njit(cache=True, inline="always")
-def _reset_one(b, i, p4, key):
+def _reset_one(b, i, start_p4, key):
+    """Empty board i, then place the two start tiles, each a 4 with probability ``start_p4``."""
     for c in range(b.shape[1]):
         b[i, c] = 0
-    key = _spawn(b, i, p4, key)
-    return _spawn(b, i, p4, key)
+    key = _spawn(b, i, start_p4, key)
+    return _spawn(b, i, start_p4, key)
 
 
 @numba.njit(cache=True, inline="always")
@@ -89,13 +90,13 @@ def _write_mask(mask, i, bits):
 
 
 @numba.njit(cache=True)
-def reset_kernel(board, rows, cols, p4, key):
-    """Single env reset.
+def reset_kernel(board, rows, cols, start_p4, key):
+    """Single env reset: two start tiles, each a 4 with probability ``start_p4``.
 
     ``board``: ``uint8[1, cells]`` and ``key``: ``uint64[1]``, updated in place.
     Returns ``(obs uint8[rows, cols], mask bool[4])``.
     """
-    key[0] = _reset_one(board, 0, p4, key[0])
+    key[0] = _reset_one(board, 0, start_p4, key[0])
     mask = np.empty((1, 4), np.bool_)
     _write_mask(mask, 0, legal_bits(board, 0, rows, cols))
     return board.copy().reshape(rows, cols), mask[0]
@@ -127,6 +128,7 @@ def _vector_step(
     rows,
     cols,
     p4,
+    start_p4,
     keys,
     goal_exponent,
     invalid_mode,
@@ -144,7 +146,8 @@ def _vector_step(
     age,
     lines,
 ):
-    """Step every env at once (NEXT_STEP autoreset), in place on the state arrays.
+    """Step every env at once (NEXT_STEP autoreset), in place on the state arrays: a spawn is a 4 with probability
+    ``p4``, a start tile (of an env reset here) with ``start_p4``.
 
     State (updated): ``boards uint8[n, cells]``, ``keys uint64[n]``, ``needs_reset bool[n]``, ``score``,
     ``moves``, ``illegal`` (``int64[n]``).  Outputs (overwritten): ``obs uint8[n, cells]``,
@@ -158,7 +161,7 @@ def _vector_step(
     for i in numba.prange(n):
         done = False
         if needs_reset[i]:
-            keys[i] = _reset_one(boards, i, p4, keys[i])
+            keys[i] = _reset_one(boards, i, start_p4, keys[i])
             score[i] = 0
             moves[i] = 0
             illegal[i] = 0
@@ -196,14 +199,16 @@ def _vector_step(
         needs_reset[i] = done
 
 
-def _vector_reset(boards, rows, cols, p4, keys, score, moves, illegal, obs, mask, needs_reset, max_exp, age, which):
-    """Reset the envs where ``which`` (``bool[n]``) is set, in place; fills their ``obs``, ``mask``, ``max_exp``
-    and ``age`` (the other envs' rows of those outputs are left as they are)."""
+def _vector_reset(boards, rows, cols, start_p4, keys, score, moves, illegal, obs, mask, needs_reset, max_exp, age,
+                  which):  # fmt: skip
+    """Reset the envs where ``which`` (``bool[n]``) is set, in place (start tiles 4 with probability
+    ``start_p4``); fills their ``obs``, ``mask``, ``max_exp`` and ``age`` (the other envs' rows of those outputs
+    are left as they are)."""
     n = boards.shape[0]
     for i in numba.prange(n):
         if not which[i]:
             continue
-        keys[i] = _reset_one(boards, i, p4, keys[i])
+        keys[i] = _reset_one(boards, i, start_p4, keys[i])
         score[i] = 0
         moves[i] = 0
         illegal[i] = 0

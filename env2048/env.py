@@ -92,7 +92,9 @@ class Game2048Env(gym.Env):
     gives 12).  Illegal moves give 0.  The return of an episode is the game's score.
 
     ## Starting State
-    Two tiles placed one after the other by the spawn rule on the empty board.
+    Two tiles placed one after the other by the spawn rule on the empty board, each a 4 with probability
+    ``start_p4`` (default ``p4``): ``start_p4=0`` starts from two 2-tiles, the starts whose optimal value
+    Kaneko & Yamashita (2025) give for the 4x3 game.
 
     ## Episode End
     * Termination: no legal move is left (game over); or a tile of value ``goal_tile`` is on the board; or,
@@ -109,10 +111,12 @@ class Game2048Env(gym.Env):
 
     ## Arguments
     ``Game2048Env(rows=4, cols=4, p4=0.1, goal_tile=None, invalid_action="noop", obs_mode="exponent",
-    render_mode=None)``: rows and cols in [2, 8]; ``p4`` in [0, 1]; ``goal_tile`` a power of two >= 8 or None;
+    render_mode=None, start_p4=None)``: rows and cols in [2, 8]; ``p4`` in [0, 1]; ``goal_tile`` a power of two
+    >= 8 or None;
     ``invalid_action`` one of ``"noop"`` (board unchanged, reward 0, counted), ``"terminate"``, ``"raise"`` or
     ``"spawn"`` (reward 0, counted, and a tile spawns as after a legal move: the rule of "Beyond 2048");
-    ``render_mode`` ``"ansi"`` (text grid) or ``"rgb_array"`` (``uint8 (H, W, 3)``).
+    ``render_mode`` ``"ansi"`` (text grid) or ``"rgb_array"`` (``uint8 (H, W, 3)``); ``start_p4`` in [0, 1] or
+    None (``p4``).
 
     ## Version History
     * v0: initial version.  ``Solved2048-RxC-v1``: the same game, with the oracle's labels in ``info``.
@@ -130,9 +134,11 @@ class Game2048Env(gym.Env):
         invalid_action: str = "noop",
         obs_mode: str = "exponent",
         render_mode: str | None = None,
+        start_p4: float | None = None,
     ):
         self.rows, self.cols = check_shape(rows, cols)
         self.p4 = check_p4(p4)
+        self.start_p4 = self.p4 if start_p4 is None else check_p4(start_p4, "start_p4")
         self.goal_tile = goal_tile
         self._goal_exponent = check_goal_tile(goal_tile, self.rows, self.cols)
         self.invalid_action = invalid_action
@@ -161,7 +167,7 @@ class Game2048Env(gym.Env):
             metering.note_seeds((seed,))
         if seed is not None or not self._started:
             self._key[0] = draw_key(self.np_random)
-        obs, self._mask = reset_kernel(self._board, self.rows, self.cols, self.p4, self._key)
+        obs, self._mask = reset_kernel(self._board, self.rows, self.cols, self.start_p4, self._key)
         self._started, self._over = True, False
         self._score = self._moves = self._illegal = 0
         info = {

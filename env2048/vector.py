@@ -62,6 +62,7 @@ class Game2048VectorEnv(VectorEnv):
         obs_mode: str = "exponent",
         render_mode: str | None = None,
         max_episode_steps: int | None = None,
+        start_p4: float | None = None,
     ):
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
@@ -71,6 +72,7 @@ class Game2048VectorEnv(VectorEnv):
         self.num_envs = int(num_envs)
         self.rows, self.cols = check_shape(rows, cols)
         self.p4 = check_p4(p4)
+        self.start_p4 = self.p4 if start_p4 is None else check_p4(start_p4, "start_p4")
         self._goal_exponent = check_goal_tile(goal_tile, self.rows, self.cols)
         self._invalid_mode = check_invalid_action(invalid_action)
         self.obs_mode = check_obs_mode(obs_mode)
@@ -143,7 +145,7 @@ class Game2048VectorEnv(VectorEnv):
             self._boards,
             self.rows,
             self.cols,
-            self.p4,
+            self.start_p4,
             self._keys,
             self._score,
             self._moves,
@@ -190,6 +192,7 @@ class Game2048VectorEnv(VectorEnv):
             self.rows,
             self.cols,
             self.p4,
+            self.start_p4,
             self._keys,
             self._goal_exponent,
             self._invalid_mode,

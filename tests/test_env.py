@@ -295,6 +295,33 @@ def test_spawn_statistics_chi_square():
     assert chi2_pvalue([twos, fours], [n * (1 - p4), n * p4]) > 1e-3
 
 
+@pytest.mark.parametrize("start_p4", [0.0, 0.3, 1.0])
+def test_the_start_tiles_follow_start_p4_and_the_spawns_p4(start_p4):
+    """The start boards of 4,000 resets on 2x3 follow the reference's start distribution at ``start_p4`` (chi
+    squared); spawns after the start keep ``p4`` (here 1: every spawn a 4, so start and spawns are told apart)."""
+    rows, cols = 2, 3
+    env = Game2048Env(rows, cols, p4=1.0, start_p4=start_p4)
+    want = naive.start_distribution(rows, cols, start_p4)
+    seen = dict.fromkeys(want, 0)
+    obs, info = env.reset(seed=11)
+    for _ in range(4000):
+        board = naive.pack([list(map(int, row)) for row in obs])
+        assert board in want, obs  # a start the reference's distribution allows
+        seen[board] += 1
+        _, _, _, _, step_info = env.step(first_legal(info))
+        after = step_info["afterstate"]
+        assert step_info["age"] == int(np.where(after > 0, 1 << after.astype(np.int64), 0).sum()) + 4
+        obs, info = env.reset()
+    support = [b for b in want if want[b] > 0]
+    counts = np.array([seen[b] for b in support])
+    assert counts.sum() == 4000
+    assert chi2_pvalue(counts, 4000 * np.array([want[b] for b in support])) > 1e-3
+    if start_p4 == 0.0:  # the two-2 starts of Kaneko & Yamashita's 4x3 optimum
+        assert all(seen[b] == 0 for b in want if want[b] == 0)
+    with pytest.raises(ValueError, match=r"start_p4 must be a probability in \[0, 1\], got 1.5"):
+        Game2048Env(rows, cols, start_p4=1.5)
+
+
 def test_same_seed_same_game_and_golden_trajectory():
     with open(FIXTURE) as f:
         stored = json.load(f)

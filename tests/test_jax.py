@@ -223,6 +223,22 @@ def test_the_env_follows_suite_v2s_rules():
     with pytest.raises(ValueError, match="is played on 4x4, not 3x3"):
         g2048.make(3, 3, target=256, pattern="L3")
 
+    # start_p4: the start tiles' own chance of a 4 (0: two 2-tiles), the spawns' still p4 (here 1)
+    twos = g2048.make(4, 3, p4=1.0, start_p4=0.0)
+    starts = jax.jit(jax.vmap(twos.init))(jax.random.split(jax.random.key(7), 256))
+    boards = np.asarray(starts.board).reshape(256, -1)
+    assert (np.sort(boards, axis=1)[:, -2:] == 1).all() and (np.count_nonzero(boards, axis=1) == 2).all()
+    first = jax.tree.map(lambda x: x[0], starts)
+    move = int(np.flatnonzero(np.asarray(first.legal_action_mask))[0])
+    after = np.asarray(jax.jit(twos.step)(first, move, jax.random.key(8)).board)
+    assert np.where(after > 0, 1 << after, 0).sum() == 2 + 2 + 4  # the age after the spawn: it was a 4
+    fours = jax.jit(jax.vmap(g2048.make(3, 3, p4=0.0, start_p4=1.0).init))(jax.random.split(jax.random.key(9), 64))
+    assert (np.sort(np.asarray(fours.board).reshape(64, -1), axis=1)[:, -2:] == 2).all()
+    with pytest.raises(ValueError, match="start_p4 must be a probability"):
+        g2048.make(3, 3, start_p4=-0.1)
+    with pytest.raises(ValueError, match="start_p4 is for the board games"):
+        g2048.make(4, 4, target=256, pattern="L3", start_p4=0.0)
+
 
 @pytest.mark.slow
 def test_the_gymnax_env_runs_gymnax_code_unchanged():

@@ -10,12 +10,13 @@ from env2048 import Game2048Env, Game2048VectorEnv, IllegalActionError
 
 
 @pytest.mark.parametrize(
-    "rows,cols,invalid", [(2, 2, "noop"), (3, 3, "noop"), (4, 3, "terminate"), (3, 5, "noop"), (3, 3, "spawn")]
+    "rows,cols,invalid,start_p4",
+    [(2, 2, "noop", None), (3, 3, "noop", None), (4, 3, "terminate", 0.0), (3, 5, "noop", None), (3, 3, "spawn", 0.5)],
 )
-def test_vector_env_equals_single_envs(rows, cols, invalid):
+def test_vector_env_equals_single_envs(rows, cols, invalid, start_p4):
     n, seed = 5, 42
-    vec = Game2048VectorEnv(n, rows, cols, invalid_action=invalid)
-    singles = [Game2048Env(rows, cols, invalid_action=invalid) for _ in range(n)]
+    vec = Game2048VectorEnv(n, rows, cols, invalid_action=invalid, start_p4=start_p4)
+    singles = [Game2048Env(rows, cols, invalid_action=invalid, start_p4=start_p4) for _ in range(n)]
     obs, info = vec.reset(seed=seed)
     for i, env in enumerate(singles):
         o, inf = env.reset(seed=seed + i)

@@ -53,7 +53,8 @@ __all__ = [
 ]
 
 
-def make(rows: int, cols: int, target: int | None = None, pattern=None, p4: float = 0.1) -> Env:
+def make(rows: int, cols: int, target: int | None = None, pattern=None, p4: float = 0.1, start_p4=None) -> Env:
     """The game on a ``rows`` x ``cols`` board (static ints) with suite v2's rules (:class:`Env`); ``target`` a
-    tile (512) for the goal game; ``pattern`` a built-in endgame (``"L3"``, with its ``target``) on its board."""
-    return Env(rows, cols, target, p4, pattern)
+    tile (512) for the goal game; ``pattern`` a built-in endgame (``"L3"``, with its ``target``) on its board;
+    ``start_p4`` the chance that a start tile is a 4 (default ``p4``; 0: two 2-tiles)."""
+    return Env(rows, cols, target, p4, pattern, start_p4)

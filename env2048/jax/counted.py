@@ -52,11 +52,11 @@ def _charge_in_order(games: int, steps_each: int, *inputs) -> None:
     io_callback(charge, None, witness, ordered=True)
 
 
-def make_counted(rows: int, cols: int, n: int, target: int | None = None, pattern=None, p4: float = 0.1):
+def make_counted(rows: int, cols: int, n: int, target: int | None = None, pattern=None, p4: float = 0.1, start_p4=None):
     """:class:`CountedGames` of ``n`` games of :func:`env2048.jax.make`'s game, made also while a meter is
     installed (the suite's runs call this)."""
     with _counted():
-        return CountedGames(Env(rows, cols, target, p4, pattern), n)
+        return CountedGames(Env(rows, cols, target, p4, pattern, start_p4), n)
 
 
 class CountedGames:

@@ -8,6 +8,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from ..board import check_p4
 from ..shape import check_shape, max_exponent
 from .game import (
     FAILURE,
@@ -52,18 +53,21 @@ class Env:
     """2048 on a ``rows`` x ``cols`` board with suite v2's rules: the two-tile start, an illegal move ends the game
     with reward 0, and with a ``target`` tile (``2**k``, e.g. 512) the game ends when it is made, rewarded 1 then
     and 0 otherwise (the suite's goal tasks); without one each step's reward is the merge score it made.  ``p4``:
-    the chance that a spawned tile is a 4.  With a ``pattern`` (a built-in endgame's name, with its ``target``) the
+    the chance that a spawned tile is a 4; ``start_p4`` (default ``p4``) that a start tile is (0: two 2-tiles).
+    With a ``pattern`` (a built-in endgame's name, with its ``target``) the
     endgame of :class:`env2048.endgame.Endgame2048Env`: its starts, its fixed tiles (a move that would shift one
     is not allowed: it ends the game), spawns on its free cells, reward 1 for a success, and a failure when a free
     cell passes its cap.  Make one with :func:`env2048.jax.make`."""
 
     num_actions = 4
 
-    def __init__(self, rows: int, cols: int, target: int | None = None, p4: float = 0.1, pattern=None):
+    def __init__(self, rows: int, cols: int, target: int | None = None, p4: float = 0.1, pattern=None, start_p4=None):
         refuse_if_metered("env2048.jax.make")
         check_shape(rows, cols)
         self.pattern = None
         if pattern is not None:
+            if start_p4 is not None:
+                raise ValueError("an endgame draws its starts from its pattern: start_p4 is for the board games")
             self._init_pattern(rows, cols, target, pattern, p4)
             return
         if target is not None and (target < 4 or target & (target - 1) or target.bit_length() - 1 > MAX_EXPONENT):
@@ -73,6 +77,7 @@ class Env:
         if not 0.0 <= p4 <= 1.0:
             raise ValueError(f"p4 must lie in [0, 1], got {p4!r}")
         self.rows, self.cols, self.target, self.p4 = int(rows), int(cols), target, float(p4)
+        self.start_p4 = self.p4 if start_p4 is None else check_p4(start_p4, "start_p4")
         self._goal = MAX_EXPONENT + 1 if target is None else target.bit_length() - 1
         self.channels = max_exponent(rows, cols) + 1
 
@@ -136,7 +141,7 @@ class Env:
         """A new game from ``key``: two tiles spawned on the empty board (an endgame: a start drawn from its
         start distribution)."""
         if self.pattern is None:
-            return self.state_of(start_board(key, self.rows, self.cols, self.p4))
+            return self.state_of(start_board(key, self.rows, self.cols, self.start_p4))
         pick = jax.random.choice(key, self._start_probs.shape[0], p=self._start_probs)
         return self.state_of(self._starts[pick])
 

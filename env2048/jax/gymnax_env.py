@@ -41,11 +41,11 @@ class Game2048Params(environment.EnvParams):
 
 
 class Game2048Gymnax(environment.Environment):
-    """2048 on a ``rows`` x ``cols`` board (``target``, ``p4``: as :func:`env2048.jax.make`)."""
+    """2048 on a ``rows`` x ``cols`` board (``target``, ``p4``, ``start_p4``: as :func:`env2048.jax.make`)."""
 
-    def __init__(self, rows: int, cols: int, target: int | None = None, p4: float = 0.1):
+    def __init__(self, rows: int, cols: int, target: int | None = None, p4: float = 0.1, start_p4=None):
         super().__init__()
-        self.game = Env(rows, cols, target, p4)
+        self.game = Env(rows, cols, target, p4, start_p4=start_p4)
 
     @property
     def default_params(self) -> Game2048Params:
