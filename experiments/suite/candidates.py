@@ -19,9 +19,11 @@ import sys
 import time
 from pathlib import Path
 
-from .tasks import Task
+from .tasks import KANEKO_YAMASHITA, KANEKO_YAMASHITA_4X3, Task
 
-#: The candidates: every task of suite v1 and the games that could replace or join them.
+#: The candidates: every task of suite v1 and the games that could replace or join them; ``4x3``, the whole game
+#: from two 2-tiles under v2's rules (a candidate of suite v3), has no table here (its V* is published) and is
+#: scored by Monte Carlo.
 CANDIDATES: tuple[Task, ...] = (
     Task("2x3", "", 1_000_000, True, math.nan, "", board="2x3"),
     Task("2x4", "", 1_000_000, True, math.nan, "", board="2x4"),
@@ -37,7 +39,9 @@ CANDIDATES: tuple[Task, ...] = (
     Task("442-512", "", 2_000_000, True, math.nan, "", pattern="442", target=512),
     Task("t-256", "", 2_000_000, True, math.nan, "", pattern="t", target=256),
     Task("t-512", "", 2_000_000, True, math.nan, "", pattern="t", target=512),
-)
+    Task("4x3", "", 5_000_000, False, KANEKO_YAMASHITA_4X3, "", board="4x3", start_p4=0.0,
+         optimum_source=KANEKO_YAMASHITA, version=3),
+)  # fmt: skip
 #: The reference agents scored on every candidate (``td``: trained first, see the module docstring).
 AGENTS = ("random", "greedy", "expectimax:2", "td")
 
@@ -116,7 +120,8 @@ def score_agent(task: Task, oracle, agent: str, seed: int = 0) -> dict:
 
 
 def measure(out, names=None, agents=AGENTS, progress: bool = True) -> list[dict]:
-    """Build and score every candidate of ``names`` (default all); the JSON lines of ``OUT/candidates.jsonl``."""
+    """Build and score every candidate of ``names`` (default all; one without a table is only scored, against its
+    published V*); the JSON lines of ``OUT/candidates.jsonl``."""
     from oracle import Oracle
 
     out = Path(out)
@@ -134,6 +139,14 @@ def measure(out, names=None, agents=AGENTS, progress: bool = True) -> list[dict]
             print(json.dumps(row), flush=True)
 
     for task in chosen:
+        if not task.has_table:
+            if (task.name, "table") not in seen:
+                record({"task": task.name, "step": "table", "optimal_value": task.optimal_value,
+                        "source": task.optimum_source})  # fmt: skip
+            for agent in agents:
+                if (task.name, f"agent:{agent}") not in seen:
+                    record({"task": task.name, "step": f"agent:{agent}", **score_agent(task, None, agent)})
+            continue
         if (task.name, "build") not in seen:
             record({"task": task.name, "step": "build", **build_table(task)})
         with Oracle.open(table_dir(task)) as oracle:
@@ -156,11 +169,12 @@ def markdown(rows: list[dict], agents=AGENTS) -> str:
     lines = [head, "|---|---:|---:|---:|---:|" + "---:|" * len(agents)]
     for task, steps in by_task.items():
         build, table = steps.get("build"), steps.get("table")
+        none = "no table" if table and "source" in table else "–"  # a published V*
         cells = [
-            f"{build['seconds']:.0f} s" if build else "–",
-            f"{build['peak_bytes'] / 1e9:.1f} GB" if build else "–",
-            f"{build['bytes'] / 1e9:.2f} GB" if build else "–",
-            f"{table['optimal_value']:.4g}" if table else "–",
+            f"{build['seconds']:.0f} s" if build else none,
+            f"{build['peak_bytes'] / 1e9:.1f} GB" if build else none,
+            f"{build['bytes'] / 1e9:.2f} GB" if build else none,
+            f"{table['optimal_value']:.4g}" + (" (published)" if "source" in table else "") if table else "–",
         ]
         for agent in agents:
             r = steps.get(f"agent:{agent}")

@@ -42,6 +42,7 @@ def make_task_env(
         oracle = t.version == 1
     kwargs.setdefault("invalid_action", t.invalid_action)
     table = ensure_table(t, progress) if oracle else None
+    kwargs = t.env_kwargs | kwargs
     if t.pattern is not None:
         return make_endgame_env(t.pattern, t.target, oracle_table=table, **kwargs)
     rows, cols = t.shape
@@ -87,7 +88,14 @@ def make_task_vec_env(task: str | Task, n_envs: int, seed: int, reward: str, ver
         rows, cols = t.shape
         goal = None if t.kind == "score" else 1 << t.spec().target_exponent
         vec = Game2048SB3VecEnv(
-            n_envs, rows, cols, goal_tile=goal, obs_mode="onehot", reward=reward, invalid_action=t.invalid_action
+            n_envs,
+            rows,
+            cols,
+            goal_tile=goal,
+            obs_mode="onehot",
+            reward=reward,
+            invalid_action=t.invalid_action,
+            **t.env_kwargs,
         )
     vec.seed(seed)
     return vec
@@ -110,4 +118,4 @@ def make_task_jax_games(task: str | Task, n_envs: int, version: int = SUITE_VERS
     if t.pattern is not None:
         return make_counted(rows, cols, n_envs, target=t.target, pattern=t.pattern, p4=p4)
     target = None if t.kind == "score" else 1 << t.spec().target_exponent
-    return make_counted(rows, cols, n_envs, target=target, p4=p4)
+    return make_counted(rows, cols, n_envs, target=target, p4=p4, start_p4=t.start_p4)

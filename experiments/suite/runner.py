@@ -12,6 +12,7 @@ agent's run is on the ``reference`` track unless ``track`` says which track its 
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import os
@@ -258,6 +259,8 @@ def compute_cell(
     if train is None:
         cell.update(score_policy(task, oracle, make_policy(agent, rows, cols, seed, oracle), progress))
         return cell
+    if curve and oracle is None:
+        raise ValueError(f"a learning curve prices checkpoints on the task's table; {task.name} has none")
     monitor = TrainingMonitor(task, oracle, curve, seed, progress) if curve else None
     policy, facts, budget = _train(train, task, seed, monitor, progress, **options)
     cell.update(facts)
@@ -298,12 +301,12 @@ def _run_task(
     out: Path, task: Task, seeds: list[int], agent, train, progress: bool, curve: int = 0, hyperparams=None
 ) -> str:
     """Every missing one of ``seeds`` on ``task`` (``hyperparams``: ``(values, sha256)`` of the file the trainer
-    trains with, or None for its own); returns its table's digest."""
-    table, digest = checked_table(task, progress)
+    trains with, or None for its own); returns its table's digest ("" for a task without a table)."""
+    table, digest = checked_table(task, progress) if task.has_table else (None, "")
     missing = [s for s in seeds if not _cell(out, task, s).exists()]
     if not missing:
         return digest
-    with Oracle.open(table) as oracle:
+    with Oracle.open(table) if table is not None else contextlib.nullcontext() as oracle:
         for seed in missing:
             if _cell(out, task, seed).exists():  # another process sharing the run finished it
                 continue

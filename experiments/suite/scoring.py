@@ -1,5 +1,6 @@
 """A policy's score on a suite task: exact V^pi by the oracle where the task says so, otherwise a Monte-Carlo
-estimate with its 95% CI (Wilson's interval for a success rate); normalized by the exact optimum V*.
+estimate with its 95% CI (Wilson's interval for a success rate); normalized by the exact optimum V* (on a task
+without a table, by its published V*, the games played in the task's env).
 
 A Monte-Carlo score's games start from a secret drawn when the scoring begins, after the training: game i is
 played from ``reset(seed=S + i)`` with S drawn from [2^62, 2^63) so that no game's seed is one that the training
@@ -14,6 +15,7 @@ import secrets
 import time
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from oracle import Oracle
 from oracle.agent import evaluates_exactly as exactly
@@ -58,9 +60,23 @@ def draw_evaluation_seed(episodes: int, avoid=()) -> int:
             return first
 
 
+def play_outcomes(task: Task, agent, episodes: int, first_seed: int, progress: bool = False) -> np.ndarray:
+    """``float64 (episodes,)``: the outcomes (final score, or 1.0 for a success) of ``agent``'s games in the
+    task's env (no oracle), game i from ``reset(seed=first_seed + i)``."""
+    from oracle.agent import single_decider
+    from oracle.priced_games import play_game
+
+    from .envs import make_task_env
+
+    env = make_task_env(task, oracle=False)
+    decide = single_decider(agent)
+    games = tqdm(range(episodes), desc=f"{task.name} games", unit=" games", disable=not progress)
+    return np.array([play_game(env, decide, first_seed + i)[0] for i in games], np.float64)
+
+
 def score_policy(
     task: Task,
-    oracle: Oracle,
+    oracle: Oracle | None,
     agent,
     progress: bool = False,
     evaluation_seed: int | None = None,
@@ -71,10 +87,21 @@ def score_policy(
     ``"monte-carlo"``, see :func:`evaluates_exactly`), for Monte Carlo ``episodes``, ``ci_low`` and ``ci_high``
     (95%, raw and normalized), ``evaluation_seed`` and ``seconds``.  Monte-Carlo episode i is played from seed
     ``evaluation_seed + i``, drawn by :func:`draw_evaluation_seed` (avoiding ``avoid_seeds``, the seeds of the
-    training envs) unless given."""
-    optimum = oracle.start_value
+    training envs) unless given.  A task without a table takes ``oracle=None``: its games are played in its env
+    and normalized by its published V*."""
+    if task.has_table == (oracle is None):
+        raise ValueError(
+            f"{task.name}: "
+            + ("give the task's oracle" if task.has_table else "a task without a table takes oracle=None")
+        )
+    optimum = oracle.start_value if oracle is not None else task.optimal_value
     start = time.perf_counter()
-    if evaluates_exactly(task, agent):
+    if oracle is None:
+        n = task.mc_episodes
+        first = draw_evaluation_seed(n, avoid_seeds) if evaluation_seed is None else int(evaluation_seed)
+        outcomes = play_outcomes(task, agent, n, first, progress)
+        out = {"method": "monte-carlo", "episodes": n, "evaluation_seed": first} | _interval(task, outcomes)
+    elif evaluates_exactly(task, agent):
         ev = oracle.evaluate(agent, progress=progress)
         out = {"method": "exact", "value": float(ev.value), "states": int(ev.states)}
     else:
@@ -102,3 +129,16 @@ def score_policy(
     if not np.isfinite(out["value"]):
         raise ValueError(f"{task.name}: the policy's value is {out['value']}")
     return out
+
+
+def _interval(task: Task, outcomes: np.ndarray) -> dict:
+    """``{"value", "ci_low", "ci_high"}`` of Monte-Carlo outcomes: the mean, with Wilson's interval for a success
+    rate, the normal one (1.96 standard errors) for a mean score."""
+    n = outcomes.size
+    mean = float(outcomes.mean())
+    if task.kind == "success":
+        low, high = wilson_interval(int(outcomes.sum()), n)
+    else:
+        half = Z95 * float(outcomes.std(ddof=1)) / math.sqrt(n) if n > 1 else math.inf
+        low, high = mean - half, mean + half
+    return {"value": mean, "ci_low": float(low), "ci_high": float(high)}

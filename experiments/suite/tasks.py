@@ -37,6 +37,14 @@ from solver.spec import SolveSpec
 SUITE_VERSION = 2
 
 
+#: The optimal expected score of the whole 4x3 game from a start with two 2-tiles (every such start has it), as
+#: Kaneko & Yamashita publish it, to two decimals: "Strongly Solving 2048 4x3" (2025), whose table (1.15e12
+#: states) is beyond this machine.
+KANEKO_YAMASHITA_4X3 = 50724.26
+#: Where :data:`KANEKO_YAMASHITA_4X3` comes from, as a task names it.
+KANEKO_YAMASHITA = 'Kaneko & Yamashita (2025), "Strongly Solving 2048 4x3"'
+
+
 class TaskError(ValueError):
     """An unknown task or suite version, or a table that is not the task's."""
 
@@ -51,7 +59,10 @@ class Task:
     value is computed exactly by the oracle (otherwise estimated from ``mc_episodes`` games, with a CI);
     ``optimal_value``: V* (expected score, or probability of success) and ``table_digest``: the sha256 of the
     table's dataset checksums, both pinned when the suite was frozen (the tests and ``tables --verify`` check
-    them); ``version``: the suite version the task belongs to."""
+    them); ``version``: the suite version the task belongs to; ``start_p4``: the chance that a start tile is a 4
+    (None: the spawns' p4; 0: two 2-tiles).  A task whose game is too large to solve here has no table:
+    ``optimum_source`` then names the published work its V* comes from, and it is scored by Monte Carlo in its
+    env."""
 
     name: str
     env_id: str
@@ -65,6 +76,18 @@ class Task:
     target: int | None = None
     mc_episodes: int = 1000
     version: int = 1
+    start_p4: float | None = None
+    optimum_source: str = ""
+
+    @property
+    def has_table(self) -> bool:
+        """Whether the suite builds the task's table (False: its V* is published, see ``optimum_source``)."""
+        return not self.optimum_source
+
+    @property
+    def env_kwargs(self) -> dict:
+        """What the task's game passes to its envs beyond the board: its start (``start_p4``), where it has one."""
+        return {} if self.start_p4 is None else {"start_p4": self.start_p4}
 
     @property
     def kind(self) -> str:
@@ -91,7 +114,8 @@ class Task:
         return f"{self.name} ({self.spec().describe()}; {self.env_id})"
 
     def oracle(self, progress: bool = True):
-        """The oracle of the task's table (built on first use, checked against the task's pinned digest)."""
+        """The oracle of the task's table (built on first use, checked against the task's pinned digest); a
+        :class:`TaskError` for a task without one."""
         from oracle import Oracle
 
         return Oracle.open(checked_table(self, progress)[0])
@@ -188,6 +212,7 @@ def ensure_table(task: Task, progress: bool = True) -> Path:
     from solver.seal import check_unsealed
 
     check_unsealed(f"the table of suite task {task.name}")
+    check_has_table(task)
     path = table_path(task)
     if path.exists():  # a table appears by an atomic rename: one that exists is complete
         return path
@@ -199,6 +224,15 @@ def ensure_table(task: Task, progress: bool = True) -> Path:
         warm_oracle=oracle_kernels_missing(),
         layout="directory",
     )
+
+
+def check_has_table(task: Task) -> None:
+    """A :class:`TaskError` for a task without a table (its V* is published, its policies scored by Monte Carlo)."""
+    if not task.has_table:
+        raise TaskError(
+            f"task {task.name} has no table: its game is too large to solve here, its V* = {task.optimal_value} is "
+            f"published ({task.optimum_source}), and a policy is scored on it by Monte Carlo"
+        )
 
 
 def checked_table(task: Task, progress: bool = True) -> tuple[Path, str]:

@@ -82,6 +82,8 @@ TASK_ATTRIBUTES = (
     "kind",
     "shape",
     "invalid_action",
+    "start_p4",
+    "env_kwargs",
     "version",
     "spec",
     "describe",
