@@ -159,7 +159,7 @@ def cmd_candidates(args) -> int:
         print(markdown([json.loads(line) for line in log.read_text().splitlines()], agents), end="")
         return 0
     names = args.only.split(",") if args.only else None
-    rows = measure(args.out, names, agents, progress=not args.quiet)
+    rows = measure(args.out, names, agents, progress=not args.quiet, seeds=args.seeds)
     print(markdown(rows, agents), end="")
     return 0
 
@@ -294,7 +294,12 @@ def main(argv=None) -> int:
     p = sub.add_parser("candidates", help="measure candidate tasks: build time and memory, V*, reference scores")
     p.add_argument("--out", required=True, help="directory for candidates.jsonl (resumed)")
     p.add_argument("--only", default=None, help="comma-separated candidate names (default: all)")
-    p.add_argument("--agents", default=None, help="comma-separated agents (default: random,greedy,expectimax:2,td)")
+    p.add_argument(
+        "--agents",
+        default=None,
+        help="comma-separated agents (default: random,greedy,expectimax:2,td); learners: jax_ppo, maskable_ppo, dqn",
+    )
+    p.add_argument("--seeds", type=int, default=1, help="seeds per agent (default 1; 5 for the floor rule)")
     p.add_argument("--report", action="store_true", help="only print the table of what OUT holds")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_candidates)

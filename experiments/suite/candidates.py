@@ -21,29 +21,35 @@ from pathlib import Path
 
 from .tasks import KANEKO_YAMASHITA, KANEKO_YAMASHITA_4X3, Task
 
-#: The candidates: every task of suite v1 and the games that could replace or join them; ``4x3``, the whole game
-#: from two 2-tiles under v2's rules (a candidate of suite v3), has no table here (its V* is published) and is
-#: scored by Monte Carlo.
+#: The candidates: every task of suite v1 and the games that could replace or join them, under suite v2's rules (an
+#: illegal move ends the game), as candidates of suite v3; ``4x3``, the whole game from two 2-tiles, has no table
+#: here (its V* is published) and is scored by Monte Carlo.
 CANDIDATES: tuple[Task, ...] = (
-    Task("2x3", "", 1_000_000, True, math.nan, "", board="2x3"),
-    Task("2x4", "", 1_000_000, True, math.nan, "", board="2x4"),
-    Task("3x3", "", 5_000_000, True, math.nan, "", board="3x3"),
-    Task("2x4-256", "", 1_000_000, True, math.nan, "", board="2x4", objective="tile:8"),
-    Task("3x3-256", "", 5_000_000, True, math.nan, "", board="3x3", objective="tile:8"),
-    Task("3x3-512", "", 5_000_000, True, math.nan, "", board="3x3", objective="tile:9"),
-    Task("4x3-128", "", 2_000_000, False, math.nan, "", board="4x3", objective="tile:7"),
-    Task("4x3-256", "", 2_000_000, False, math.nan, "", board="4x3", objective="tile:8"),
-    Task("L3-256", "", 2_000_000, True, math.nan, "", pattern="L3", target=256),
-    Task("L3-512", "", 2_000_000, True, math.nan, "", pattern="L3", target=512),
-    Task("442-256", "", 2_000_000, True, math.nan, "", pattern="442", target=256),
-    Task("442-512", "", 2_000_000, True, math.nan, "", pattern="442", target=512),
-    Task("t-256", "", 2_000_000, True, math.nan, "", pattern="t", target=256),
-    Task("t-512", "", 2_000_000, True, math.nan, "", pattern="t", target=512),
-    Task("4x3", "", 5_000_000, False, KANEKO_YAMASHITA_4X3, "", board="4x3", start_p4=0.0,
-         optimum_source=KANEKO_YAMASHITA, version=3),
+    Task("2x3", "", 1_000_000, True, math.nan, "", version=3, board="2x3"),
+    Task("2x4", "", 1_000_000, True, math.nan, "", version=3, board="2x4"),
+    Task("3x3", "", 5_000_000, True, math.nan, "", version=3, board="3x3"),
+    Task("2x4-256", "", 1_000_000, True, math.nan, "", version=3, board="2x4", objective="tile:8"),
+    Task("3x3-256", "", 5_000_000, True, math.nan, "", version=3, board="3x3", objective="tile:8"),
+    Task("3x3-512", "", 5_000_000, True, math.nan, "", version=3, board="3x3", objective="tile:9"),
+    Task("4x3-128", "", 2_000_000, False, math.nan, "", version=3, board="4x3", objective="tile:7"),
+    Task("4x3-256", "", 2_000_000, False, math.nan, "", version=3, board="4x3", objective="tile:8"),
+    Task("L3-256", "", 2_000_000, True, math.nan, "", version=3, pattern="L3", target=256),
+    Task("L3-512", "", 2_000_000, True, math.nan, "", version=3, pattern="L3", target=512),
+    Task("442-256", "", 2_000_000, True, math.nan, "", version=3, pattern="442", target=256),
+    Task("442-512", "", 2_000_000, True, math.nan, "", version=3, pattern="442", target=512),
+    Task("t-256", "", 2_000_000, True, math.nan, "", version=3, pattern="t", target=256),
+    Task("t-512", "", 2_000_000, True, math.nan, "", version=3, pattern="t", target=512),
+    Task("4x3", "", 5_000_000, False, KANEKO_YAMASHITA_4X3, "", version=3, board="4x3", start_p4=0.0,
+         optimum_source=KANEKO_YAMASHITA),
 )  # fmt: skip
 #: The reference agents scored on every candidate (``td``: trained first, see the module docstring).
 AGENTS = ("random", "greedy", "expectimax:2", "td")
+#: The env-only learners a candidate can be measured with (``--agents jax_ppo``): trained by the suite's trainer,
+#: sealed and counted as ``run`` trains, for the candidate's budget, with the settings of its family's tuned file
+#: (:data:`LEARNER_FILES`), since a candidate has no file of its own.
+LEARNERS = ("jax_ppo", "maskable_ppo", "dqn")
+#: The task whose hyperparameter file a learner uses on a candidate of each family.
+LEARNER_FILES = {"score": "3x3", "success": "3x3-512"}
 
 
 def candidate(name: str) -> Task:
@@ -101,15 +107,23 @@ def build_table(task: Task) -> dict:
 
 
 def score_agent(task: Task, oracle, agent: str, seed: int = 0) -> dict:
-    """The suite's score of ``agent`` (a spec, or ``td``: trained for the budget first) on ``task``."""
+    """The suite's score of ``agent`` (a spec; ``td`` or one of :data:`LEARNERS`: trained for the budget first)
+    on ``task`` (``oracle``: its table's, None for a task without one)."""
     from agents.registry import make_policy
 
+    from . import trainers
+    from .runner import train_on_task
     from .scoring import score_policy
     from .trainers import td
 
     facts = {}
     rows, cols = task.shape
-    if agent == "td":
+    if agent in LEARNERS:
+        hyperparams = trainers.load_hyperparams(agent, LEARNER_FILES[task.kind])
+        policy, facts = train_on_task(getattr(trainers, agent), task, seed, progress=False, hyperparams=hyperparams)
+        facts["hyperparams"] = f"{agent}/{LEARNER_FILES[task.kind]}.toml"
+        policy = make_policy(policy, rows, cols, seed)
+    elif agent == "td":
         start = time.perf_counter()
         policy = td(task, task.budget_steps, seed)
         facts = {"train_seconds": time.perf_counter() - start, "train_steps": int(policy.train_steps)}
@@ -119,16 +133,16 @@ def score_agent(task: Task, oracle, agent: str, seed: int = 0) -> dict:
     return facts | result
 
 
-def measure(out, names=None, agents=AGENTS, progress: bool = True) -> list[dict]:
+def measure(out, names=None, agents=AGENTS, progress: bool = True, seeds: int = 1) -> list[dict]:
     """Build and score every candidate of ``names`` (default all; one without a table is only scored, against its
-    published V*); the JSON lines of ``OUT/candidates.jsonl``."""
+    published V*), each agent for ``seeds`` seeds (0, 1, ...); the JSON lines of ``OUT/candidates.jsonl``."""
     from oracle import Oracle
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     log = out / "candidates.jsonl"
     done = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-    seen = {(r["task"], r["step"]) for r in done}
+    seen = {(r["task"], r["step"], r.get("seed", 0)) for r in done}
     chosen = [candidate(n) for n in names] if names else list(CANDIDATES)
 
     def record(row: dict) -> None:
@@ -138,33 +152,41 @@ def measure(out, names=None, agents=AGENTS, progress: bool = True) -> list[dict]
         if progress:
             print(json.dumps(row), flush=True)
 
+    def score_all(task: Task, oracle) -> None:
+        for agent in agents:
+            for seed in range(seeds):
+                if (task.name, f"agent:{agent}", seed) not in seen:
+                    cell = score_agent(task, oracle, agent, seed)
+                    record({"task": task.name, "step": f"agent:{agent}", "seed": seed, **cell})
+
     for task in chosen:
         if not task.has_table:
-            if (task.name, "table") not in seen:
+            if (task.name, "table", 0) not in seen:
                 record({"task": task.name, "step": "table", "optimal_value": task.optimal_value,
                         "source": task.optimum_source})  # fmt: skip
-            for agent in agents:
-                if (task.name, f"agent:{agent}") not in seen:
-                    record({"task": task.name, "step": f"agent:{agent}", **score_agent(task, None, agent)})
+            score_all(task, None)
             continue
-        if (task.name, "build") not in seen:
+        if (task.name, "build", 0) not in seen:
             record({"task": task.name, "step": "build", **build_table(task)})
         with Oracle.open(table_dir(task)) as oracle:
-            if (task.name, "table") not in seen:
+            if (task.name, "table", 0) not in seen:
                 facts = {"optimal_value": oracle.start_value, "afterstates": oracle.n_afterstates}
                 record({"task": task.name, "step": "table", **facts})
-            for agent in agents:
-                if (task.name, f"agent:{agent}") not in seen:
-                    record({"task": task.name, "step": f"agent:{agent}", **score_agent(task, oracle, agent)})
+            score_all(task, oracle)
     return done
 
 
 def markdown(rows: list[dict], agents=AGENTS) -> str:
     """The measurements as a Markdown table: per candidate its table (build time, peak memory, size, V*) and each
-    agent's normalized score (``†`` Monte Carlo), in the order measured; a dash where not measured yet."""
+    agent's normalized score (``†`` Monte Carlo; over several seeds their mean and its 95% bootstrap interval,
+    Monte-Carlo error included), in the order measured; a dash where not measured yet."""
     by_task: dict[str, dict] = {}
     for r in rows:
-        by_task.setdefault(r["task"], {})[r["step"]] = r
+        steps = by_task.setdefault(r["task"], {})
+        if r["step"].startswith("agent:"):
+            steps.setdefault(r["step"], []).append(r)
+        else:
+            steps[r["step"]] = r
     head = "| task | build | peak | size | V* | " + " | ".join(agents) + " |"
     lines = [head, "|---|---:|---:|---:|---:|" + "---:|" * len(agents)]
     for task, steps in by_task.items():
@@ -176,13 +198,43 @@ def markdown(rows: list[dict], agents=AGENTS) -> str:
             f"{build['bytes'] / 1e9:.2f} GB" if build else none,
             f"{table['optimal_value']:.4g}" + (" (published)" if "source" in table else "") if table else "–",
         ]
-        for agent in agents:
-            r = steps.get(f"agent:{agent}")
-            if r is None:
-                cells.append("–")
-                continue
-            x = r["normalized"]
-            text = f"{x:.3f}" if x >= 1e-3 or x == 0 else f"{x:.1e}"
-            cells.append(text + ("" if r["method"] == "exact" else "†"))
+        cells += [agent_cell(steps.get(f"agent:{agent}", []), "success" if is_success(task) else "score")
+                  for agent in agents]  # fmt: skip
         lines.append(f"| `{task}` | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def is_success(name: str) -> bool:
+    """Whether the candidate ``name`` is scored on success (a goal tile or an endgame)."""
+    return candidate(name).kind == "success"
+
+
+def seed_interval(runs: list[dict], kind: str) -> tuple[float, float, float]:
+    """``(mean, low, high)``: the mean normalized score of an agent's seeds on one task and its 95% bootstrap
+    interval, each Monte-Carlo score redrawn from its own error (:mod:`experiments.suite.bootstrap`)."""
+    from .bootstrap import ScoreCells, intervals
+
+    data = {
+        "tasks": ["t"],
+        "normalized": [[r["normalized"]] for r in runs],
+        "method": {"t": "monte-carlo" if any(r["method"] != "exact" for r in runs) else "exact"},
+        "family": {"t": kind},
+        "runs": {"t": runs},
+    }
+    cells = ScoreCells.of_result(data)
+    low, high = intervals(cells)[:, 1]
+    return float(cells.normalized.mean()), float(low), float(high)
+
+
+def agent_cell(runs: list[dict], kind: str) -> str:
+    """One agent's cell: ``–`` unmeasured; one seed its score; several their mean and interval, and the count."""
+    from .aggregate import score_text
+
+    if not runs:
+        return "–"
+    mark = "" if all(r["method"] == "exact" for r in runs) else "†"
+    if len(runs) == 1:
+        x = runs[0]["normalized"]
+        return (f"{x:.3f}" if x >= 1e-3 or x == 0 else f"{x:.1e}") + mark
+    mean, low, high = seed_interval(runs, kind)
+    return f"{score_text(mean)} [{score_text(low)}, {score_text(high)}]{mark} ({len(runs)} seeds)"

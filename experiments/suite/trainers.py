@@ -57,7 +57,7 @@ def td(task, budget_steps: int, seed: int, hyperparams=None) -> NTupleAgent:
     each round (neither changes the training)."""
     run = as_run(task, budget_steps, "known-rules")
     simulator = run.simulator()
-    hp = with_overrides(load_hyperparams("td", run.name, TD_KEYS), hyperparams)
+    hp = task_hyperparams("td", run.name, TD_KEYS, hyperparams)
     rows, cols = run.shape
     tuples = tuple_set("default", rows, cols)
     schedule = parse_schedule(hp["schedule"])
@@ -160,6 +160,15 @@ def with_overrides(params: dict, overrides: dict | None) -> dict:
     return {**params, **(overrides or {})}
 
 
+def task_hyperparams(algorithm: str, task: str, required: tuple[str, ...], hyperparams: dict | None) -> dict:
+    """A trainer's hyperparameters on ``task``: its file ``hyperparams/ALGORITHM/TASK.toml`` with ``hyperparams``'
+    values in place of the file's; ``hyperparams`` that set every key stand alone, the file not read (a task
+    without a file of its own: a candidate, trained with another task's file)."""
+    if hyperparams is not None and set(required) <= set(hyperparams):
+        return with_overrides(dict.fromkeys(required), hyperparams)
+    return with_overrides(load_hyperparams(algorithm, task, required), hyperparams)
+
+
 def _learn(model, steps: int, desc: str, callback, progress: bool = True):
     """``model.learn(steps)`` with a progress bar (hidden unless ``progress``), the callback class ``callback``'s
     instance holding it as ``bar``; the env closed after.  Returns the model, with ``train_steps``."""
@@ -235,7 +244,7 @@ def maskable_ppo(task, budget_steps: int, seed: int, shaping: str = "none", hype
     from stable_baselines3.common.callbacks import BaseCallback
 
     run = as_run(task, budget_steps, "env-only")
-    hp = with_overrides(load_hyperparams("maskable_ppo", run.name, PPO_KEYS), hyperparams)
+    hp = task_hyperparams("maskable_ppo", run.name, PPO_KEYS, hyperparams)
     steps = _whole_units(run, budget_steps, hp["n_envs"] * hp["n_steps"], "rollout")
     model = _sb3_model(MaskablePPO, hp, _training_vec_env(run, hp, seed, shaping), seed, PPO_KEYS)
 
@@ -284,7 +293,7 @@ def jax_ppo(task, budget_steps: int, seed: int, hyperparams=None):
     from agents.jax_ppo import JaxPPOPolicy, PPOConfig, train
 
     run = as_run(task, budget_steps, "env-only")
-    hp = with_overrides(load_hyperparams("jax_ppo", run.name, JAX_PPO_KEYS), hyperparams)
+    hp = task_hyperparams("jax_ppo", run.name, JAX_PPO_KEYS, hyperparams)
     reward = "score" if run.kind == "score" else "goal"
     if hp["reward"] != reward:
         raise ValueError(
@@ -339,7 +348,7 @@ def dqn(task, budget_steps: int, seed: int, shaping: str = "none", hyperparams=N
     from agents.sb3 import algorithm_class
 
     run = as_run(task, budget_steps, "env-only")
-    hp = with_overrides(load_hyperparams("dqn", task.name, DQN_KEYS), hyperparams)
+    hp = task_hyperparams("dqn", task.name, DQN_KEYS, hyperparams)
     if hp["algorithm"] not in ("DQN", "QRDQN"):
         raise ValueError(f"dqn/{task.name}.toml: algorithm must be 'DQN' or 'QRDQN', got {hp['algorithm']!r}")
     algorithm = algorithm_class(hp["algorithm"])
