@@ -31,12 +31,18 @@ def success_cell(rate: float, games: int, optimum: float = 1.0) -> ScoreCells:
 
 def test_a_single_monte_carlo_success_rate_gets_the_binomial_interval():
     """An agent scored once, 300 successes in 1,000 games on a task of V* = 0.75: the interval of its mean is
-    that of the binomial proportion (normal approximation: ±1.96 sqrt(p(1-p)/n)), normalized by V*."""
+    that of the binomial proportion (normal approximation: ±1.96 sqrt(p(1-p)/n)), normalized by V*; none in
+    1,000 games, Jeffreys' interval."""
     cells = success_cell(0.3, 1000, optimum=0.75)
     low, high = intervals(cells, reps=8000)[:, 1]  # the mean's interval
     half = 1.96 * math.sqrt(0.3 * 0.7 / 1000) / 0.75
     assert low == pytest.approx(0.4 - half, abs=0.004) and high == pytest.approx(0.4 + half, abs=0.004)
     exact = ScoreCells.exact([[0.4]])
+    from scipy.stats import beta
+
+    none = intervals(success_cell(0.0, 1000), reps=8000)[:, 1]  # 0 of 1,000: Jeffreys' interval, not a point
+    assert none[0] == 0.0  # the interval holds the estimate
+    assert none[1] == pytest.approx(beta.ppf(0.975, 0.5, 1000.5), rel=0.05)
     point = intervals(exact, reps=100)  # no sampling error: IQM, mean, median and gap are points
     assert np.all(point[:, :3] == 0.4) and np.all(point[:, 3] == pytest.approx(0.6))
 

@@ -149,6 +149,7 @@ def cmd_candidates(args) -> int:
     import json
     from pathlib import Path
 
+    from . import rules
     from .candidates import AGENTS, markdown, measure
 
     agents = tuple(args.agents.split(",")) if args.agents else AGENTS
@@ -156,11 +157,12 @@ def cmd_candidates(args) -> int:
         log = Path(args.out) / "candidates.jsonl"
         if not log.exists():
             raise FileNotFoundError(f"{log}: nothing measured yet")
-        print(markdown([json.loads(line) for line in log.read_text().splitlines()], agents), end="")
-        return 0
-    names = args.only.split(",") if args.only else None
-    rows = measure(args.out, names, agents, progress=not args.quiet, seeds=args.seeds)
+        rows = [json.loads(line) for line in log.read_text().splitlines()]
+    else:
+        names = args.only.split(",") if args.only else None
+        rows = measure(args.out, names, agents, progress=not args.quiet, seeds=args.seeds)
     print(markdown(rows, agents), end="")
+    print("\n" + rules.report(rules.from_candidates(rows)), end="")
     return 0
 
 

@@ -5,7 +5,9 @@ interval of zero width, and the error of a score estimated from 1,000 games neve
 bootstrap replicate first resamples the runs of each task, as rliable does, then redraws every Monte-Carlo cell it
 picked from that cell's own sampling distribution:
 
-- a success rate p̂ from n games as Binomial(n, p̂) / n, which is exactly the bootstrap over its n games;
+- a success rate of k successes in n games from Beta(k + 1/2, n - k + 1/2), the distribution behind Jeffreys'
+  interval: close to the bootstrap over its n games (Binomial(n, k/n) / n) where k is neither 0 nor n, and unlike
+  it not a point where it is (0 of 1,000 games leaves the rate up to about 0.0025, not exactly 0);
 - a mean score as Normal(mean, se), se the standard error recorded with it: the bootstrap over its games in the
   large-n limit (the games themselves are not stored).
 
@@ -104,8 +106,9 @@ class ScoreCells:
         rate = games > 0
         if rate.any():
             optimum = self.optimum[columns[rate]]
-            p = np.clip(out[rate] * optimum, 0.0, 1.0)
-            out[rate] = rng.binomial(games[rate], p) / games[rate] / optimum
+            n = games[rate]
+            k = np.clip(np.rint(out[rate] * optimum * n), 0, n)
+            out[rate] = rng.beta(k + 0.5, n - k + 0.5) / optimum
         if self.std_error.any():
             out += rng.standard_normal(out.shape) * self.std_error[picks, columns]
         return out
@@ -147,8 +150,11 @@ def percentile_interval(samples: np.ndarray) -> np.ndarray:
 
 def intervals(cells: ScoreCells, reps: int = 2000, seed: int = 0) -> np.ndarray:
     """``float64 (2, 4)``: 95% intervals (lower and upper rows) of the :func:`statistics` over ``reps``
-    replicates of ``cells``."""
-    return percentile_interval(statistics(cells.replicates(np.random.default_rng(seed), reps)))
+    replicates of ``cells``, each widened to hold the statistic of the observed scores where the replicates leave
+    it out (a rate of 0 in n games: every draw is above 0)."""
+    cis = percentile_interval(statistics(cells.replicates(np.random.default_rng(seed), reps)))
+    points = statistics(cells.normalized[None])[0]
+    return np.stack([np.minimum(cis[0], points), np.maximum(cis[1], points)])
 
 
 def improvement(x: np.ndarray, y: np.ndarray) -> np.ndarray:
