@@ -209,6 +209,8 @@ def test_candidates_are_measured_once_resume_and_refuse_a_build_under_way(tmp_pa
         expected = score_policy(task, oracle, make_policy("greedy", 2, 3, seed=0, oracle=oracle))
     assert steps["agent:greedy"]["normalized"] == expected["normalized"]
     assert candidates.measure(tmp_path / "out", ["2x3"], agents=("greedy",), progress=False) == rows
+    # an exact score of a fixed agent is the same for every seed: more seeds measure nothing more
+    assert candidates.measure(tmp_path / "out", ["2x3"], agents=("greedy",), progress=False, seeds=3) == rows
     (tmp_path / "home" / "suite-candidates" / "2x4.work").mkdir(parents=True)
     with pytest.raises(FileExistsError, match="a build of 2x4 is under way, or was interrupted"):
         candidates.build_table(candidates.candidate("2x4"))

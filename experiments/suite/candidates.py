@@ -139,7 +139,8 @@ def score_agent(task: Task, oracle, agent: str, seed: int = 0) -> dict:
 
 def measure(out, names=None, agents=AGENTS, progress: bool = True, seeds: int = 1) -> list[dict]:
     """Build and score every candidate of ``names`` (default all; one without a table is only scored, against its
-    published V*), each agent for ``seeds`` seeds (0, 1, ...); the JSON lines of ``OUT/candidates.jsonl``."""
+    published V*), each agent for ``seeds`` seeds (0, 1, ...; a fixed agent scored exactly, once: its value is
+    the same for every seed); the JSON lines of ``OUT/candidates.jsonl``."""
     from oracle import Oracle
 
     out = Path(out)
@@ -156,9 +157,16 @@ def measure(out, names=None, agents=AGENTS, progress: bool = True, seeds: int = 
         if progress:
             print(json.dumps(row), flush=True)
 
+    def exact_and_fixed(task: str, agent: str) -> bool:
+        """Whether ``agent`` is a fixed agent (not trained) whose seed-0 score on ``task`` is exact."""
+        first = [r for r in done if r["task"] == task and r["step"] == f"agent:{agent}" and r.get("seed", 0) == 0]
+        return agent != "td" and agent not in LEARNERS and bool(first) and first[0]["method"] == "exact"
+
     def score_all(task: Task, oracle) -> None:
         for agent in agents:
             for seed in range(seeds):
+                if seed > 0 and exact_and_fixed(task.name, agent):
+                    break  # the same value for every seed
                 if (task.name, f"agent:{agent}", seed) not in seen:
                     cell = score_agent(task, oracle, agent, seed)
                     record({"task": task.name, "step": f"agent:{agent}", "seed": seed, **cell})
