@@ -45,6 +45,9 @@ class PPOConfig:
     clip_range: float = CLIP_RANGE
     vf_coef: float = VF_COEF
     max_grad_norm: float = MAX_GRAD_NORM
+    #: Whether the policy sees the legal moves (illegal ones masked out, as MaskablePPO); without, it may choose an
+    #: illegal move, which ends the game (the information SB3's DQN has).
+    masks: bool = True
 
     def __post_init__(self):
         if self.rollout_steps % self.batch_size:
@@ -199,10 +202,11 @@ def make_update(games, config: PPOConfig):
 
     def act(params, state, key):
         obs = _observe(state)
-        logits = masked_logits(params, obs, state.legal_action_mask, jnp)
+        mask = state.legal_action_mask if config.masks else jnp.ones_like(state.legal_action_mask)
+        logits = masked_logits(params, obs, mask, jnp)
         action = jax.random.categorical(key, logits).astype(jnp.int32)
         logp = jax.nn.log_softmax(logits)[jnp.arange(action.shape[0]), action]
-        return action, (obs, state.legal_action_mask, logp, value(params, obs, jnp))
+        return action, (obs, mask, logp, value(params, obs, jnp))
 
     def loss(params, batch):
         obs, mask, action, old_logp, adv, ret = batch
@@ -302,7 +306,7 @@ def train(
                     runner = one(runner)[0]
             done += n
             bar.update(n * config.rollout_steps)
-    policy = JaxPPOPolicy.from_runner(runner, games.env)
+    policy = JaxPPOPolicy.from_runner(runner, games.env, masks=config.masks)
     policy.train_steps = done * config.rollout_steps
     return policy
 
@@ -312,7 +316,8 @@ def train(
 
 class JaxPPOPolicy(Agent):
     """A trained policy network's most probable legal move (ties to the first), computed in NumPy float32 from
-    the one-hot planes of the board (``rows * cols * channels`` inputs, as the JAX game observes it)."""
+    the one-hot planes of the board (``rows * cols * channels`` inputs, as the JAX game observes it); with
+    ``masks=False`` (a network trained without the legal moves) its most probable move, legal or not."""
 
     name = "jax_ppo"
     deterministic = True
@@ -320,16 +325,16 @@ class JaxPPOPolicy(Agent):
     #: Boards per forward pass.
     CHUNK = 4096
 
-    def __init__(self, params: dict, rows: int, cols: int, channels: int, seed: int = 0):
+    def __init__(self, params: dict, rows: int, cols: int, channels: int, seed: int = 0, masks: bool = True):
         self.params = {
             k: [(np.asarray(w, np.float32), np.asarray(b, np.float32)) for w, b in v] for k, v in params.items()
         }
-        self.rows, self.cols, self.channels, self.seed = rows, cols, channels, seed
+        self.rows, self.cols, self.channels, self.seed, self.masks = rows, cols, channels, seed, masks
         self.train_steps = None
 
     @classmethod
-    def from_runner(cls, runner: Runner, env) -> JaxPPOPolicy:
-        return cls(runner.params, env.rows, env.cols, env.channels)
+    def from_runner(cls, runner: Runner, env, masks: bool = True) -> JaxPPOPolicy:
+        return cls(runner.params, env.rows, env.cols, env.channels, masks=masks)
 
     def observe(self, boards: np.ndarray) -> np.ndarray:
         """``float32 (n, rows * cols * channels)``: the one-hot planes of ``boards`` (uint8 (n, rows, cols))."""
@@ -339,8 +344,11 @@ class JaxPPOPolicy(Agent):
         return np.eye(self.channels, dtype=np.float32)[flat].reshape(flat.shape[0], -1)
 
     def logits(self, boards: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        """``float32 (n, 4)``: the masked logits (an illegal move's -1e8)."""
+        """``float32 (n, 4)``: the masked logits (an illegal move's -1e8; none masked for a policy without
+        ``masks``)."""
         masks = np.asarray(masks, bool).reshape(-1, 4)
+        if not self.masks:
+            masks = np.ones_like(masks)
         out = np.empty(masks.shape, np.float32)
         boards = np.asarray(boards).reshape(-1, self.rows, self.cols)
         for lo in range(0, masks.shape[0], self.CHUNK):

@@ -159,6 +159,33 @@ def test_the_host_policy_plays_the_networks_most_probable_legal_move():
     assert masks[np.arange(500), actions].all() and policy.deterministic and policy.cheap_to_evaluate
     with pytest.raises(ValueError, match="exponent"):
         policy.act_batch(np.full((1, 3, 3), env.channels, np.uint8), np.ones((1, 4), bool))
+    # without masks (a network trained without the legal moves) the most probable move, legal or not
+    blind = JaxPPOPolicy(params, 3, 3, env.channels, masks=False)
+    everything = np.asarray(masked_logits(params, jnp.asarray(obs), jnp.ones((500, 4), bool), jnp))
+    np.testing.assert_allclose(blind.logits(boards, masks), everything, rtol=1e-5, atol=1e-5)
+    assert (blind.act_batch(boards, masks) == everything.argmax(axis=1)).all()
+    assert not masks[np.arange(500), everything.argmax(axis=1)].all()  # this network does choose illegal moves
+
+
+@pytest.mark.slow
+def test_the_unmasked_trainer_learns_without_the_legal_moves():
+    """``jax_ppo_unmasked``: the same files, the policy blind to the legal moves, its steps counted."""
+    import dataclasses
+
+    from experiments.suite.runner import train_on_task
+    from experiments.suite.tasks import get_task
+    from experiments.suite.trainers import jax_ppo_unmasked
+
+    small = {"net_arch": [16], "n_envs": 8, "n_steps": 16, "batch_size": 64}
+    task = get_task("2x3")
+
+    def train(run, budget_steps, seed):
+        return jax_ppo_unmasked(run, budget_steps, seed, hyperparams=small)
+
+    train.track = "env-only"
+    policy, facts = train_on_task(train, dataclasses.replace(task, budget_steps=1300), 0, progress=False)
+    assert isinstance(policy, JaxPPOPolicy) and not policy.masks
+    assert facts["counted_steps"] == policy.train_steps == 1280
 
 
 def test_settings_that_cannot_compile_once_are_refused():

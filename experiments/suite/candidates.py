@@ -51,7 +51,7 @@ AGENTS = ("random", "greedy", "expectimax:2", "td")
 #: The env-only learners a candidate can be measured with (``--agents jax_ppo``): trained by the suite's trainer,
 #: sealed and counted as ``run`` trains, for the candidate's budget, with the settings of its family's tuned file
 #: (:data:`LEARNER_FILES`), since a candidate has no file of its own.
-LEARNERS = ("jax_ppo", "maskable_ppo", "dqn")
+LEARNERS = ("jax_ppo", "jax_ppo_unmasked", "maskable_ppo", "dqn")
 #: The task whose hyperparameter file a learner uses on a candidate of each family.
 LEARNER_FILES = {"score": "3x3", "success": "3x3-512"}
 
@@ -123,9 +123,10 @@ def score_agent(task: Task, oracle, agent: str, seed: int = 0) -> dict:
     facts = {}
     rows, cols = task.shape
     if agent in LEARNERS:
-        hyperparams = trainers.load_hyperparams(agent, LEARNER_FILES[task.kind])
+        folder = agent.removesuffix("_unmasked")  # the unmasked variant trains with the same files
+        hyperparams = trainers.load_hyperparams(folder, LEARNER_FILES[task.kind])
         policy, facts = train_on_task(getattr(trainers, agent), task, seed, progress=False, hyperparams=hyperparams)
-        facts["hyperparams"] = f"{agent}/{LEARNER_FILES[task.kind]}.toml"
+        facts["hyperparams"] = f"{folder}/{LEARNER_FILES[task.kind]}.toml"
         policy = make_policy(policy, rows, cols, seed)
     elif agent == "td":
         start = time.perf_counter()

@@ -21,7 +21,13 @@ CEILING = 0.95
 FLOOR_BAND = (0.05, 0.95)
 MIN_TASKS_PER_FAMILY = 3
 #: The learners of the candidates command, by track: the agents the floor rule asks for.
-CANDIDATE_LEARNERS = {"td": "known-rules", "jax_ppo": "env-only", "maskable_ppo": "env-only", "dqn": "env-only"}
+CANDIDATE_LEARNERS = {
+    "td": "known-rules",
+    "jax_ppo": "env-only",
+    "jax_ppo_unmasked": "env-only",
+    "maskable_ppo": "env-only",
+    "dqn": "env-only",
+}
 
 
 @dataclass(frozen=True)

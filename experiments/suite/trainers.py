@@ -283,7 +283,7 @@ maskable_ppo_shaped.checkpoints = True
 JAX_PPO_KEYS = tuple(k for k in PPO_KEYS if k != "policy")
 
 
-def jax_ppo(task, budget_steps: int, seed: int, hyperparams=None):
+def jax_ppo(task, budget_steps: int, seed: int, hyperparams=None, masks: bool = True):
     """PPO in JAX (:mod:`agents.jax_ppo`, extra ``jax``) with the task's file ``hyperparams/jax_ppo/TASK.toml``
     (MaskablePPO's settings: the same network, rollout, epochs and minibatches), on the run's counted JAX games
     (``run.make_jax_games``: every rollout charged to the budget before it runs), for the whole rollouts that fit
@@ -300,13 +300,13 @@ def jax_ppo(task, budget_steps: int, seed: int, hyperparams=None):
             f"jax_ppo/{run.name}.toml: reward {hp['reward']!r}, but the JAX game pays the task's own reward, "
             f"{reward!r}, on this task"
         )
-    config = PPOConfig.from_hyperparams(hp)
+    config = PPOConfig.from_hyperparams(hp | {"masks": masks})
     steps = _whole_units(run, budget_steps, config.rollout_steps, "rollout")
     games = run.make_jax_games(config.n_envs)
 
     def between(runner, _steps_done):
         if run.checkpoint_due():
-            run.checkpoint(JaxPPOPolicy.from_runner(runner, games.env))
+            run.checkpoint(JaxPPOPolicy.from_runner(runner, games.env, masks=masks))
 
     record = run.record_moves if run.records_curve else None
     return train(games, config, steps, seed, between=between, record=record, progress=run.progress)
@@ -314,6 +314,16 @@ def jax_ppo(task, budget_steps: int, seed: int, hyperparams=None):
 
 jax_ppo.track = "env-only"
 jax_ppo.checkpoints = True
+
+
+def jax_ppo_unmasked(task, budget_steps: int, seed: int, hyperparams=None):
+    """:func:`jax_ppo` without the legal moves: the policy may choose an illegal move, which ends the game, as
+    DQN's does; the same files, so that masked and unmasked runs differ in the masks alone."""
+    return jax_ppo(task, budget_steps, seed, hyperparams, masks=False)
+
+
+jax_ppo_unmasked.track = "env-only"
+jax_ppo_unmasked.checkpoints = True
 
 
 #: The keys a DQN or QR-DQN file must set.
