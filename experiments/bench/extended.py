@@ -112,6 +112,8 @@ def play_expectimax(rows: int, cols: int, games: int, depth: int, seed: int, eva
     """``games`` games of :class:`agents.wide_expectimax.WideExpectimaxAgent` at ``depth`` (leaves valued by
     ``evaluator``: the heuristic or an n-tuple network), all at once on a vector env (each env plays one game; one
     that has finished idles).  Returns ``{"max_tile", "score", "turns"}`` as :func:`play_random`."""
+    from tqdm.auto import tqdm
+
     from agents.wide_expectimax import WideExpectimaxAgent
     from env2048 import Game2048VectorEnv
 
@@ -120,10 +122,13 @@ def play_expectimax(rows: int, cols: int, games: int, depth: int, seed: int, eva
     obs, info = env.reset(seed=seed)
     playing = np.ones(games, bool)
     out = {key: np.zeros(games, dtype) for key, dtype in (("max_tile", np.int64), ("score", float), ("turns", int))}
+    bar = tqdm(total=games, desc=f"expectimax {rows}x{cols}", unit=" games", mininterval=30)
+    moves = 0
     while playing.any():
         actions = np.zeros(games, np.int64)
         actions[playing] = agent.act_batch(obs[playing], info["action_mask"][playing])
         obs, _, terminated, _, info = env.step(actions)
+        moves += int(playing.sum())
         for i in np.flatnonzero(terminated & playing):
             out["max_tile"][i], out["score"][i], out["turns"][i] = (
                 info["max_tile"][i],
@@ -131,6 +136,10 @@ def play_expectimax(rows: int, cols: int, games: int, depth: int, seed: int, eva
                 info["moves"][i],
             )
             playing[i] = False
+            bar.update(1)
+        if moves % 100_000 < playing.sum():
+            bar.set_postfix(moves=f"{moves:,}", largest=int(info["max_tile"][playing].max(initial=0)))
+    bar.close()
     return out
 
 
