@@ -6,7 +6,8 @@ memory, size, V*) and the reference agents' normalized scores on it.
 Each table is built in a process of its own (``python -m solver build``, directory layout) under
 ``$SOLVED2048_HOME/suite-candidates/NAME``, which reports its own wall time and peak resident memory.  Each agent
 is then scored as the suite scores it (:func:`experiments.suite.scoring.score_policy`: exact where the table and
-the agent allow, else Monte Carlo); ``td`` is first trained by the suite's TD trainer for the candidate's budget.
+the agent allow, else Monte Carlo); ``td`` is first trained by the suite's TD trainer for the candidate's budget
+(with the candidate's own file, else its family's: :data:`TD_FILES`).
 One JSON line per finished step goes to ``OUT/candidates.jsonl``: an interrupted run resumes where it stopped.
 """
 
@@ -54,6 +55,9 @@ AGENTS = ("random", "greedy", "expectimax:2", "td")
 LEARNERS = ("jax_ppo", "jax_ppo_unmasked", "maskable_ppo", "dqn")
 #: The task whose hyperparameter file a learner uses on a candidate of each family.
 LEARNER_FILES = {"score": "3x3", "success": "3x3-512"}
+#: The same for ``td`` on a candidate without a file of its own: the default schedule, values starting at 0 (score)
+#: or at 1 (success), as every such file of v2.
+TD_FILES = {"score": "2x4", "success": "3x3-512"}
 
 
 def candidate(name: str) -> Task:
@@ -129,9 +133,12 @@ def score_agent(task: Task, oracle, agent: str, seed: int = 0) -> dict:
         facts["hyperparams"] = f"{folder}/{LEARNER_FILES[task.kind]}.toml"
         policy = make_policy(policy, rows, cols, seed)
     elif agent == "td":
+        own = (trainers.HYPERPARAMS / "td" / f"{task.name}.toml").exists()
+        file = task.name if own else TD_FILES[task.kind]
         start = time.perf_counter()
-        policy = td(task, task.budget_steps, seed)
-        facts = {"train_seconds": time.perf_counter() - start, "train_steps": int(policy.train_steps)}
+        policy = td(task, task.budget_steps, seed, hyperparams=trainers.load_hyperparams("td", file))
+        facts = {"train_seconds": time.perf_counter() - start, "train_steps": int(policy.train_steps),
+                 "hyperparams": f"td/{file}.toml"}  # fmt: skip
     else:
         policy = make_policy(agent, rows, cols, seed=seed, oracle=oracle)
     result = score_policy(task, oracle, policy)
