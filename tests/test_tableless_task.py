@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from statistics import NormalDist
 
 import numpy as np
 import pytest
@@ -50,7 +49,7 @@ def test_the_4x3_game_is_scored_by_monte_carlo_against_its_published_optimum(tas
     assert result["method"] == "monte-carlo" and result["episodes"] == EPISODES
     assert result["value"] == pytest.approx(np.mean(scores))
     assert result["normalized"] == pytest.approx(np.mean(scores) / 50724.26)
-    half = NormalDist().inv_cdf(0.975) * np.std(scores, ddof=1) / np.sqrt(EPISODES)
+    half = 1.96 * np.std(scores, ddof=1) / np.sqrt(EPISODES)  # as the tabled tasks' Monte-Carlo scores
     assert result["ci_low"] == pytest.approx(np.mean(scores) - half)
     assert result["normalized_ci"][1] == pytest.approx((np.mean(scores) + half) / 50724.26)
     assert 0 < result["normalized"] < 0.2  # greedy play is far from the optimum

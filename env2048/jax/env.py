@@ -74,9 +74,7 @@ class Env:
             raise ValueError(
                 f"target must be a tile 2**k with 2 <= k <= {MAX_EXPONENT} (4, 8, ..., 512, ...), got {target!r}"
             )
-        if not 0.0 <= p4 <= 1.0:
-            raise ValueError(f"p4 must lie in [0, 1], got {p4!r}")
-        self.rows, self.cols, self.target, self.p4 = int(rows), int(cols), target, float(p4)
+        self.rows, self.cols, self.target, self.p4 = int(rows), int(cols), target, check_p4(p4)
         self.start_p4 = self.p4 if start_p4 is None else check_p4(start_p4, "start_p4")
         self._goal = MAX_EXPONENT + 1 if target is None else target.bit_length() - 1
         self.channels = max_exponent(rows, cols) + 1

@@ -211,9 +211,9 @@ def compare(dirs, out, reps: int = 2000, pool_tracks: bool = False) -> dict:
 SCORE_FLOOR = 1e-3
 
 
-def score_text(x: float) -> str:
-    """A normalized score for a table: three decimals, or ``< 1e-3``."""
-    return "< 1e-3" if x < SCORE_FLOOR else f"{x:.3f}"
+def score_text(x: float, digits: int = 3) -> str:
+    """A normalized score for a table: ``digits`` decimals, or ``< 1e-3``."""
+    return "< 1e-3" if x < SCORE_FLOOR else f"{x:.{digits}f}"
 
 
 def estimate_text(row: dict, probability: bool = False) -> str:

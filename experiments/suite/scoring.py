@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 
 from oracle import Oracle
 from oracle.agent import evaluates_exactly as exactly
+from oracle.priced_games import mean_ci
 
 from .tasks import Task
 
@@ -133,12 +134,11 @@ def score_policy(
 
 def _interval(task: Task, outcomes: np.ndarray) -> dict:
     """``{"value", "ci_low", "ci_high"}`` of Monte-Carlo outcomes: the mean, with Wilson's interval for a success
-    rate, the normal one (1.96 standard errors) for a mean score."""
-    n = outcomes.size
-    mean = float(outcomes.mean())
+    rate, for a mean score the normal one of :func:`oracle.priced_games.mean_ci`, as the tabled tasks' regret
+    games report it."""
+    mean, half = mean_ci(outcomes)
     if task.kind == "success":
-        low, high = wilson_interval(int(outcomes.sum()), n)
+        low, high = wilson_interval(int(outcomes.sum()), outcomes.size)
     else:
-        half = Z95 * float(outcomes.std(ddof=1)) / math.sqrt(n) if n > 1 else math.inf
         low, high = mean - half, mean + half
     return {"value": mean, "ci_low": float(low), "ci_high": float(high)}

@@ -119,6 +119,7 @@ def train(args: Args) -> dict:
     games = moves = 0
     spent = 0.0
     last_checkpoint = 0.0
+    diverged = False
     bar = tqdm(
         total=round(budget_s) if args.games <= 0 else args.games,
         desc=f"TD {args.board}",
@@ -146,15 +147,13 @@ def train(args: Args) -> dict:
                     f"checkpoint {row['checkpoint']}: {moves:,} moves, {spent:.0f} s: "
                     f"{row['percent_of_optimal']:.2f}% of V* ({row['method']})"
                 )
-    except TrainingDiverged as e:  # keep the last checkpoint, not the broken weights
-        bar.close()
+    except TrainingDiverged as e:
+        diverged = True  # keep the last checkpoint, not the broken weights
         raise TrainingDiverged(f"{e} (after {games:,} games; the last checkpoint, if any, is kept at {out})") from None
-    except BaseException:
+    finally:
         bar.close()
-        agent.save(out)
-        raise
-    bar.close()
-    agent.save(out)
+        if not diverged:
+            agent.save(out)
     if curve is not None and (not curve.rows or curve.rows[-1]["env_steps"] != moves):
         curve.record(agent, moves, spent, games=games)
     summary = {
