@@ -336,7 +336,7 @@ def per_task_table(entries: dict[str, dict], names: list[str], tracks: dict[str,
                 cells.append("—")
                 continue
             mark = "" if data["method"][task] == "exact" else "†"
-            cells.append(f"{_per_task(matrix[:, data['tasks'].index(task)].mean())}{mark}")
+            cells.append(f"{_fmt(matrix[:, data['tasks'].index(task)].mean())}{mark}")
         train, score = run_seconds(data)
         compute = f"{_duration(train) if train else '—'} | {_duration(score)} | {_tuning(data)}"
         lines.append(f"| {name} | {tracks[name]} | {matrix.shape[0]} | {compute} | " + " | ".join(cells) + " |")
@@ -360,8 +360,8 @@ def tuning_table(entries: dict[str, dict]) -> list[str]:
     ]
     for (trainer, task), (t, names) in tunings.items():
         algorithm = trainer.rpartition(":")[2]
-        best = _per_task(t["best_value"]) if "best_value" in t else "—"
-        own = _per_task(t["baseline"]) if "baseline" in t else "—"
+        best = _fmt(t["best_value"]) if "best_value" in t else "—"
+        own = _fmt(t["baseline"]) if "baseline" in t else "—"
         lines.append(
             f"| {algorithm} | {', '.join(names)} | {task} ({', '.join(t['tasks'])}) | "
             f"{t['trials']} × {t['steps'] / 1e6:.3g} M × {t['seeds']} | {_duration(t['seconds'])} | "
@@ -431,7 +431,7 @@ def _short(commit) -> str:
     return sha[:7] + (f"+{dirty}" if dirty else "")
 
 
-def _per_task(x: float) -> str:
+def _fmt(x: float) -> str:
     """A score of the per-task and tuning tables: four decimals, or ``< 1e-3``."""
     return score_text(x, 4)
 
