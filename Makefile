@@ -80,33 +80,35 @@ datasets: $(STAMP)
 	  solved2048/3x3/optimal-v0,solved2048/3x3/td-v0,solved2048/L3-256/optimal-v0,solved2048/L3-256/td-v0
 
 # The reference runs of the suite's registry (docs/suite.md, "Reference results"), from a clean checkout: the
-# tables, the reference tunings (`tunings`), the fixed agents (one run each), the learners with their tuned files
-# (5 seeds each; the shaped learners on the success tasks) -> $(REF)/NAME; then `python -m experiments.suite
-# registry --add $(REF)/NAME --name NAME --tuning ...` for each, and `registry` to regenerate.  Each run resumes
-# where it stopped.  Days of process time here (docs/suite.md gives the times).
+# tables (their cost recorded), the fixed agents (five evaluation seeds each: a Monte-Carlo cell is played five
+# times, an exact one computed once), the learners with the files in experiments/suite/hyperparams (suite v2's tuned
+# values; 5 seeds each) in the small regime, and JAX PPO, TD and TD + expectimax in the large one -> $(REF)/NAME;
+# then `python -m experiments.suite registry --add $(REF)/NAME --name NAME` for each, and `registry` to regenerate.
+# Each run resumes where it stopped.  Days of process time here (docs/suite.md gives the times).
 REF ?= results/reference
 SUITE_RUN := $(PY) -m experiments.suite run --quiet
 TRAINERS := experiments.suite.trainers
-SUCCESS_TASKS := 3x3-512,4x3-256,L3-256,442-256,t-512
-tuned = --hyperparams $(TUNE)/$(1)/score,$(TUNE)/$(1)/success
-reference: tunings
-	$(PY) -m experiments.suite tables --verify
-	$(SUITE_RUN) --agent random --seeds 1 --out $(REF)/random
-	$(SUITE_RUN) --agent greedy --seeds 1 --out $(REF)/greedy
-	$(SUITE_RUN) --agent expectimax:2 --seeds 1 --out $(REF)/expectimax-2
-	$(SUITE_RUN) --agent optimal --seeds 1 --out $(REF)/optimal
-	$(SUITE_RUN) --trainer $(TRAINERS):td --seeds 5 $(call tuned,td) --out $(REF)/td
-	$(SUITE_RUN) --trainer $(TRAINERS):td_expectimax --seeds 5 $(call tuned,td) --out $(REF)/td-expectimax
-	$(SUITE_RUN) --trainer $(TRAINERS):maskable_ppo --seeds 5 $(call tuned,maskable_ppo) --out $(REF)/maskable-ppo
-	$(SUITE_RUN) --trainer $(TRAINERS):dqn --seeds 5 $(call tuned,dqn) --out $(REF)/dqn
-	$(SUITE_RUN) --trainer $(TRAINERS):maskable_ppo_shaped --seeds 5 --tasks $(SUCCESS_TASKS) \
-	  --hyperparams $(TUNE)/maskable_ppo/success --out $(REF)/maskable-ppo-shaped
-	$(SUITE_RUN) --trainer $(TRAINERS):dqn_shaped --seeds 5 --tasks $(SUCCESS_TASKS) \
-	  --hyperparams $(TUNE)/dqn/success --out $(REF)/dqn-shaped
+TABLED_TASKS := 2x3,2x4,3x3,L3-128,442-128,t-128,3x3-512,L3-256,442-256,t-512
+SMALL := td td_expectimax jax_ppo jax_ppo_unmasked maskable_ppo dqn
+LARGE := td td_expectimax jax_ppo
+reference:
+	$(PY) -m experiments.suite tables --verify --record $(REF)/tables.json
+	$(SUITE_RUN) --agent random --seeds 5 --out $(REF)/random
+	$(SUITE_RUN) --agent greedy --seeds 5 --out $(REF)/greedy
+	$(SUITE_RUN) --agent expectimax:2 --seeds 5 --out $(REF)/expectimax-2
+	$(SUITE_RUN) --agent optimal --seeds 5 --tasks $(TABLED_TASKS) --out $(REF)/optimal
+	for trainer in $(SMALL); do \
+	  $(SUITE_RUN) --trainer $(TRAINERS):$$trainer --seeds 5 --out $(REF)/$$(echo $$trainer | tr _ -) || exit 1; \
+	done
+	for trainer in $(LARGE); do \
+	  $(SUITE_RUN) --trainer $(TRAINERS):$$trainer --seeds 5 --regime large \
+	    --out $(REF)/$$(echo $$trainer | tr _ -)-large || exit 1; \
+	done
 
-# The suite's reference tunings (docs/suite.md, "Tuning"): each learning algorithm tuned per family, on 3x3 for the
-# score games and L3-256 for the success tasks, 20 trials of 1 M steps, and the task's own file under the same
-# protocol (--baseline) -> $(TUNE)/ALGORITHM/FAMILY.  Each resumes.
+# The reference tunings of suite v2 (docs/suite.md, "Tuning"), whose chosen values the learners' files hold: each
+# learning algorithm tuned per family, on 3x3 for the score games and L3-256 for the success tasks, 20 trials of
+# 1 M steps, and the task's own file under the same protocol (--baseline) -> $(TUNE)/ALGORITHM/FAMILY.  Each
+# resumes.
 TUNE ?= results/tuning
 SUITE_TUNE := $(PY) -m experiments.suite tune --quiet --baseline --family --trials 20 --steps 1000000
 tunings: $(STAMP)

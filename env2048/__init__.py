@@ -101,7 +101,8 @@ for _id, _kwargs in REGISTERED_IDS.items():
         )
 
 #: The tasks of the Solved2048 suite (experiments.suite, docs/suite.md) that no id above names: goal games and 4x4
-#: endgames, each with its table built on first use.  id -> (the task's name, its suite version).  The v2 ids give
+#: endgames, each with its table built on first use, and the whole 4x3 game from two 2-tiles (no table: its optimum
+#: is published).  id -> (the task's name, its suite version).  The v2 ids give
 #: the plain game (the oracle's labels only with ``oracle=True``), and an illegal move ends it; v1's carry the
 #: oracle by default and truncate at a time limit.
 SUITE_IDS = {
@@ -111,6 +112,9 @@ SUITE_IDS = {
     "Solved2048-3x3-512-v2": ("3x3-512", 2),
     "Solved2048-4x3-256-v2": ("4x3-256", 2),
     **{f"Endgame2048-{task}-v2": (task, 2) for task in ("L3-256", "442-256", "t-512")},
+    # suite v3's new games, under v2's rules; its other tasks are v2's games, with v2's ids
+    "Solved2048-4x3-twos-v2": ("4x3", 3),
+    **{f"Endgame2048-{task}-v2": (task, 3) for task in ("L3-128", "442-128", "t-128")},
 }
 
 

@@ -19,14 +19,14 @@ class FirstLegalMove:
 def learner_runs(tasks, seeds: int = 5, **fields) -> dict[str, list[dict]]:
     """A learner's run results on ``tasks`` as far as the registry's audit reads them (seeds 0 .. ``seeds`` - 1 on
     the env-only track, each counting its task's whole budget), with ``fields`` added to each."""
-    from experiments.suite import get_task
+    from experiments.suite import SUITE_VERSION, get_task
 
     return {
         task: [
             {
                 "seed": seed,
                 "track": "env-only",
-                "suite_version": 2,
+                "suite_version": SUITE_VERSION,
                 "budget_steps": get_task(task).budget_steps,
                 "counted_steps": get_task(task).budget_steps,
                 **fields,

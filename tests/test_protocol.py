@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -22,13 +21,15 @@ from stand_ins import FirstLegalMove
 import env2048  # noqa: F401
 from agents.registry import make_policy
 from experiments.suite.__main__ import main as suite_main
-from experiments.suite.registry import REGISTRY, audit_registry
+from experiments.suite.registry import audit_registry, registry_dir
 from experiments.suite.runner import compute_cell, run_suite
 from experiments.suite.scoring import EVALUATION_SEEDS
 from experiments.suite.tasks import checked_table, get_task
 from oracle import Oracle
 
 SEALED = "the oracle is not available while a trainer trains"
+#: The registry of a finished suite version, whose TD entry the audit's tests doctor.
+V2_REGISTRY = registry_dir(2)
 
 
 def run_cli(tmp_path, trainer: str, *extra: str) -> int:
@@ -243,7 +244,7 @@ def doctored(tmp_path: Path, how: str) -> Path:
     """A copy of the registry's TD entry, doctored ``how``."""
     where = tmp_path / how / "suite-v2"
     where.mkdir(parents=True)
-    data = json.loads((REGISTRY / "td.json").read_text())
+    data = json.loads((V2_REGISTRY / "td.json").read_text())
     if how == "no-steps":
         data["runs"]["2x3"][0]["counted_steps"] = 0
     elif how == "four-seeds":
@@ -262,6 +263,29 @@ def doctored(tmp_path: Path, how: str) -> Path:
         data["suite_version"] = 1
     (where / "td.json").write_text(json.dumps(data))
     return where
+
+
+def as_current_version(data: dict) -> dict:
+    """A v2 known-rules result relabelled as one of the current suite version: its runs of the tasks the known-rules
+    track keeps, and those of 3x3 (the same budget) standing in for every task it lacks."""
+    from experiments.suite.tasks import SUITE_VERSION, tasks_named
+
+    tasks = tasks_named(None, track="known-rules")
+    stand_in = {"budget_steps": None, "counted_steps": None}  # the task's budget, all of it counted
+    runs = {
+        t.name: data["runs"].get(t.name)
+        or [{**run, **dict.fromkeys(stand_in, t.budget_steps)} for run in data["runs"]["3x3"]]
+        for t in tasks
+    }
+    assert all(rows[0]["budget_steps"] == t.budget_steps for t, rows in zip(tasks, runs.values(), strict=True))
+    for rows in runs.values():
+        for run in rows:
+            run["suite_version"] = SUITE_VERSION
+    columns = [data["tasks"].index(t.name if t.name in data["runs"] else "3x3") for t in tasks]
+    normalized = [[row[j] for j in columns] for row in data["normalized"]]
+    names = [t.name for t in tasks]
+    return {**data, "suite_version": SUITE_VERSION, "tasks": names, "runs": runs, "normalized": normalized,
+            "method": dict.fromkeys(names, "exact"), "family": {t.name: t.kind for t in tasks}}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -284,10 +308,11 @@ def test_the_registry_audit_refuses_doctored_entries(tmp_path, capsys, how, said
 def test_the_registry_as_it_stands_passes_its_audit_and_add_refuses_a_doctored_result(tmp_path):
     from experiments.suite.registry import add
 
-    assert audit_registry(REGISTRY) == {}
+    assert audit_registry(V2_REGISTRY) == {}
     results = tmp_path / "results"
     results.mkdir()
-    shutil.copyfile(doctored(tmp_path, "no-steps") / "td.json", results / "suite.json")
+    data = as_current_version(json.loads((doctored(tmp_path, "no-steps") / "td.json").read_text()))
+    (results / "suite.json").write_text(json.dumps(data))
     with pytest.raises(ValueError, match="fails the registry's audit:\n- task 2x3, seed 0: counted_steps is 0"):
         add(results, "td-doctored", registry=tmp_path / "registry")
     assert not (tmp_path / "registry").exists()

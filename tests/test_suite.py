@@ -19,11 +19,18 @@ from hypothesis import strategies as st
 from stand_ins import FirstLegalMove, learner_runs
 
 import env2048  # noqa: F401
-from experiments.suite import SUITE_V1, SUITE_V2, SUITE_VERSION, TaskError, get_task
+from experiments.suite import SUITE_V1, SUITE_V2, SUITE_V3, SUITE_VERSION, TaskError, get_task, suite_tasks
 from experiments.suite.__main__ import main as suite_main
 from experiments.suite.runner import SuiteRunError, _check_directory, run_suite, without_timings
 from experiments.suite.scoring import wilson_interval
-from experiments.suite.tasks import ensure_table, matches_pinned_value, table_digest
+from experiments.suite.tasks import (
+    KANEKO_YAMASHITA_4X3,
+    ensure_table,
+    matches_pinned_value,
+    table_digest,
+    task_lists,
+    tasks_named,
+)
 from oracle import Oracle
 
 
@@ -48,13 +55,39 @@ def test_the_v2_task_set_keeps_its_rules():
     assert "4x3-128" not in {t.name for t in SUITE_V2}
 
 
+def test_the_v3_task_set_has_a_list_per_track_and_the_whole_4x3_game():
+    """Suite v3: every task on v2's rules (v2's ids, or new ids of the same rules), each track's list of at least
+    three tasks per family, the success tasks split between the tracks, every table pinned but the 4x3 game's,
+    whose V* is Kaneko & Yamashita's published optimum from two 2-tiles."""
+    lists = task_lists(3)
+    assert set(lists) == {"env-only", "known-rules"}
+    for track, tasks in lists.items():
+        for kind in ("score", "success"):
+            assert len([t for t in tasks if t.kind == kind]) >= 3, (track, kind)
+    success = {track: {t.name for t in tasks if t.kind == "success"} for track, tasks in lists.items()}
+    assert not success["env-only"] & success["known-rules"]
+    for t in SUITE_V3:
+        assert (
+            t.version == 3 and t.env_id.endswith("-v2") and t.env_id in gym.registry and t.invalid_action == "terminate"
+        )
+        assert get_task(t.name, 3) is t and t.budget_steps > 0
+        assert (len(t.table_digest) == 64) == t.has_table, t.name
+    whole = get_task("4x3", 3)
+    assert not whole.has_table and whole.optimal_value == KANEKO_YAMASHITA_4X3 and whole.env_kwargs == {"start_p4": 0.0}
+    board, _ = gym.make(whole.env_id).reset(seed=0)
+    assert sorted(board.ravel().tolist()) == [0] * 10 + [1, 1]  # two 2-tiles
+    with pytest.raises(TaskError, match="not on the known-rules track's list"):
+        tasks_named("L3-128", 3, track="known-rules")
+    assert [t.name for t in tasks_named(None, 3, track="reference")] == [t.name for t in SUITE_V3]
+
+
 def test_the_learner_s_env_of_every_v2_task_holds_no_oracle():
     """As made by its id and as a trainer gets it: no Q-values, optimal moves or regret in ``info``."""
     from experiments.suite.budget import StepBudget
     from experiments.suite.training import TrainingRun
 
     oracle_keys = {"q_values", "optimal_actions", "regret"}
-    for t in SUITE_V2:
+    for t in SUITE_V2 + SUITE_V3:
         for env in (gym.make(t.env_id), TrainingRun(t, StepBudget(10, "env-only")).make_env()):
             _, info = env.reset(seed=0)
             assert not oracle_keys & set(info), t.name
@@ -189,9 +222,13 @@ def test_a_run_writes_the_matrix_resumes_and_repeats(tmp_path, capsys):
         cell["value"] / get_task("2x4").optimal_value
     )
     assert 0 < cell["normalized"] < 1
+    # a fixed agent's exact value is every seed's: seed 1 repeats seed 0's, marked, rather than computing it again
+    second = data["runs"]["2x4"][1]
+    assert second["same_as_seed"] == 0 and second["seed"] == 1 and second["normalized"] == cell["normalized"]
+    assert "same_as_seed" not in cell and second["seconds"] == 0.0
     prov = data["provenance"]
     assert (
-        prov["suite_version"] == 2
+        prov["suite_version"] == SUITE_VERSION
         and prov["packages"]["numpy"]
         and prov["command"][:3] == ["python", "-m", "experiments.suite"]
     )
@@ -218,7 +255,7 @@ def test_a_v1_results_directory_is_refused_by_a_v2_run_and_opens_in_compare_as_v
     (v1 / "suite.json").write_text((registry / "greedy.json").read_text())
     meta = {"suite_version": 1, "agent": "greedy", "trainer": None, "track": "reference"}
     (v1 / "run.json").write_text(json.dumps(meta))
-    with pytest.raises(SuiteRunError, match="holds results of suite v1, not v2"):
+    with pytest.raises(SuiteRunError, match=f"holds results of suite v1, not v{SUITE_VERSION}"):
         run_suite(v1, 1, agent="greedy", tasks="2x4", progress=False)
     assert not (v1 / "runs").exists()
     result = compare([v1], tmp_path / "compare", reps=50)
@@ -271,7 +308,7 @@ def test_bad_input_gets_clear_errors_and_loses_nothing(tmp_path, capsys):
     assert (out / "runs" / "2x4" / "seed-0.json").exists() and calls == [0, 1]
     run_json = json.loads((out / "run.json").read_text())
     (out / "run.json").write_text(json.dumps({**run_json, "suite_version": 0}))
-    with pytest.raises(SuiteRunError, match="suite v0, not v2"):
+    with pytest.raises(SuiteRunError, match=f"suite v0, not v{SUITE_VERSION}"):
         run_suite(out, 2, trainer=flaky, tasks="2x4", progress=False)
     (out / "run.json").write_text(json.dumps(run_json))
     with pytest.raises(SuiteRunError, match="holds the runs of 'flaky', not 'greedy'"):
@@ -287,7 +324,7 @@ def test_the_readme_and_the_suite_page_are_generated_from_the_registry(tmp_path)
     assert registry.render(check=True) == []
     partial = tmp_path / "partial"
     run_suite(partial, 1, agent="greedy", tasks="2x4", progress=False)
-    with pytest.raises(ValueError, match="covers every task of suite v2"):
+    with pytest.raises(ValueError, match=f"covers its track's tasks of suite v{SUITE_VERSION}"):
         registry.add(partial, "greedy", registry=tmp_path / "registry")
 
 
@@ -295,7 +332,7 @@ def _registry_entry(tasks, scores, trainer="experiments.suite.trainers:dqn_shape
     """A suite.json of five runs scoring ``scores[j]`` times 1, 0.5, 1, 0.5 and 0.75 on ``tasks[j]`` (a mean of
     0.75 ``scores[j]``)."""
     return {
-        "suite_version": 2,
+        "suite_version": SUITE_VERSION,
         "tasks": tasks,
         "trainer": trainer,
         "track": "env-only",
@@ -315,31 +352,45 @@ def test_a_registry_entry_of_one_family_is_aggregated_in_that_family_only(tmp_pa
     from experiments.suite import registry
     from experiments.suite.aggregate import aggregate_table
 
-    everything = [t.name for t in SUITE_V2]
-    success = [t.name for t in SUITE_V2 if t.kind == "success"]
+    everything = [t.name for t in suite_tasks() if t.for_track("env-only")]
+    success = [t.name for t in suite_tasks() if t.for_track("env-only") and t.kind == "success"]
     for name, tasks, scores in [
         ("whole", everything, [0.2 + 0.05 * j for j in range(len(everything))]),
         ("variant", success, [0.9 - 0.1 * j for j in range(len(success))]),
-        ("odd", ["2x3", "L3-256"], [0.5, 0.5]),
+        ("odd", ["2x3", "L3-128"], [0.5, 0.5]),
+        ("other-track", ["L3-256"], [0.5]),
     ]:
         (tmp_path / name).mkdir()
         (tmp_path / name / "suite.json").write_text(json.dumps(_registry_entry(tasks, scores)))
-    with pytest.raises(ValueError, match="or every task of one family .*goal games and endgames: 3x3-512,"):
-        registry.add(tmp_path / "odd", "odd", registry=tmp_path / "reg")
+    for odd in ("odd", "other-track"):
+        with pytest.raises(
+            ValueError, match="on the env-only track covers its track's tasks .* or L3-128,442-128,t-128"
+        ):
+            registry.add(tmp_path / odd, odd, registry=tmp_path / "reg")
     registry.add(tmp_path / "whole", "whole", registry=tmp_path / "reg")
     registry.add(tmp_path / "variant", "variant", registry=tmp_path / "reg")
     entries = registry.load(tmp_path / "reg")
     aggregates = registry.registry_aggregates(entries, reps=20)
-    assert set(aggregates["overall"]) == set(aggregates["score"]) == {"whole"}
-    assert set(aggregates["success"]) == {"whole", "variant"}
+    assert set(aggregates) == {f"env-only/{part}" for part in ("overall", "score", "success")}
+    assert set(aggregates["env-only/overall"]) == set(aggregates["env-only/score"]) == {"whole"}
+    assert set(aggregates["env-only/success"]) == {"whole", "variant"}
     alone = aggregate_table({"variant": np.asarray(entries["variant"]["normalized"])}, reps=20)["variant"]
     # each agent's aggregates, CIs included, are its own: the same beside other entries as alone
-    assert aggregates["success"]["variant"] == alone
+    beside = aggregates["env-only/success"]["variant"]
+    assert beside.keys() == alone.keys()
+    for metric, row in alone.items():
+        if metric == "runs":
+            assert beside[metric] == row
+            continue
+        assert beside[metric]["point"] == pytest.approx(row["point"]) and beside[metric]["ci"] == pytest.approx(
+            row["ci"]
+        )
     table = registry.tables(entries, reps=20, full=True, aggregates=aggregates)
     row = next(line for line in table.splitlines() if line.startswith("| variant | env-only | 5 |"))
-    means = [f"{x * 0.75:.4f}" for x in [0.9, 0.8, 0.7, 0.6, 0.5]]
-    assert row.split(" | ")[3:6] == ["—", "25 s", "—"]  # no training time recorded, 25 runs x 1 s of scoring
-    assert row.split(" | ")[6:] == ["—", "—", "—", *means[:-1], means[-1] + " |"]
+    means = [f"{(0.9 - 0.1 * j) * 0.75:.4f}" for j in range(len(success))]
+    assert row.split(" | ")[3:6] == ["—", "15 s", "—"]  # no training time recorded, 15 runs x 1 s of scoring
+    # the score games, then the env-only track's success tasks, then the known-rules track's
+    assert row.split(" | ")[6:] == ["—"] * 4 + means + ["—"] * 3 + ["— |"]
     headline = registry.tables(entries, reps=20, full=False, aggregates=aggregates)
     ranking_lines = [line for line in headline.splitlines() if line.startswith("- ")]
     # a family with one agent of the track has no ranking: only the success family's, with both

@@ -11,7 +11,7 @@ import pytest
 from stand_ins import FirstLegalMove
 
 from agents.registry import make_policy
-from experiments.suite import SUITE_V2, get_task
+from experiments.suite import SUITE_V2, SUITE_V3, get_task
 from experiments.suite.budget import BudgetExceeded, StepBudget
 from experiments.suite.runner import SuiteRunError, run_suite, train_on_task
 from experiments.suite.training import TrainingRun
@@ -91,7 +91,7 @@ def test_a_trainer_that_steps_past_its_budget_is_stopped_and_its_finished_seeds_
     from experiments.suite import runner
 
     small = dataclasses.replace(get_task("2x4"), budget_steps=64)
-    monkeypatch.setattr(runner, "tasks_named", lambda names: [small])
+    monkeypatch.setattr(runner, "tasks_named", lambda names, track=None: [small])
 
     def greedy_env_learner(run, budget_steps, seed):
         env = run.make_env()
@@ -182,7 +182,7 @@ def test_a_budget_scale_trains_for_a_multiple_of_the_budget_and_never_enters_the
     result = run_suite(out, 1, trainer=td, tasks="2x4", progress=False, budget_scale=0.002)
     cell = result["runs"]["2x4"][0]
     assert result["budget_scale"] == 0.002 and cell["budget_steps"] == cell["counted_steps"] == 2000
-    with pytest.raises(ValueError, match="trained at 0.002x the budgets"):
+    with pytest.raises(ValueError, match="trained at 0.002x the regime's budgets"):
         registry.add(out, "td-scaled", registry=tmp_path / "registry")
     with pytest.raises(SuiteRunError, match="holds runs at 0.002x the budgets, not 1.0x"):
         run_suite(out, 1, trainer=td, tasks="2x4", progress=False)
@@ -247,11 +247,11 @@ def test_the_dqn_trainer_keeps_to_its_budget_without_masks_and_is_scored(tmp_pat
     pytest.importorskip("stable_baselines3")
     from experiments.suite.trainers import DQN_KEYS, dqn, load_hyperparams
 
-    for t in SUITE_V2:
+    for t in SUITE_V2 + SUITE_V3:
         assert set(load_hyperparams("dqn", t.name, DQN_KEYS)) == set(DQN_KEYS)
     small = dataclasses.replace(get_task("2x4"), budget_steps=1000)
     model, facts = train_on_task(dqn, small, seed=0)
-    assert facts["track"] == "env-only" and facts["counted_steps"] == model.train_steps == 992  # 31 x 8 envs x 4
+    assert facts["track"] == "env-only" and facts["counted_steps"] == model.train_steps == 960  # 15 x 8 envs x 8
     assert "DQN 2x4 seed 0" in capsys.readouterr().err
     run_suite(tmp_path / "dqn", 1, agent=model, tasks="2x4", progress=False, track="env-only")
     cell = json.loads((tmp_path / "dqn" / "runs" / "2x4" / "seed-0.json").read_text())
@@ -259,7 +259,7 @@ def test_the_dqn_trainer_keeps_to_its_budget_without_masks_and_is_scored(tmp_pat
     # the shaped variants, declared trainers of their own, on the same counted budget
     from experiments.suite.trainers import dqn_shaped, maskable_ppo_shaped
 
-    assert train_on_task(dqn_shaped, small, seed=0, progress=False)[1]["counted_steps"] == 992
+    assert train_on_task(dqn_shaped, small, seed=0, progress=False)[1]["counted_steps"] == 960
     assert "DQN 2x4 seed 0" not in capsys.readouterr().err  # quiet
     rollout = dataclasses.replace(small, budget_steps=4096)
     assert train_on_task(maskable_ppo_shaped, rollout, seed=0)[1]["counted_steps"] == 4096
@@ -311,7 +311,7 @@ def test_td_with_expectimax_trains_as_td_does_and_searches_at_evaluation(tmp_pat
     small = dataclasses.replace(get_task("2x3"), budget_steps=3000)
     player = td_expectimax(small, 3000, seed=0)
     assert np.array_equal(player.network.weights, td(small, 3000, seed=0).weights) and player.depth == 2
-    monkeypatch.setattr(runner, "tasks_named", lambda names: [small])
+    monkeypatch.setattr(runner, "tasks_named", lambda names, track=None: [small])
     result = run_suite(tmp_path / "tdx", 1, trainer=td_expectimax, tasks="2x3", progress=False)
     cell = result["runs"]["2x3"][0]
     assert cell["track"] == "known-rules" and cell["counted_steps"] == cell["train_steps"] == 3000

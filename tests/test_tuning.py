@@ -80,8 +80,8 @@ def test_a_tuning_runs_writes_its_log_and_file_and_resumes(tmp_path):
     assert all(values[k] == v for k, v in result["best"]["params"].items())
     assert (out / "search-space.toml").read_text() == (SEARCH_SPACES / "dqn.toml").read_text()
     # --family: every score game gets its own file with the chosen values, its other settings its own
-    assert sorted(result["files"]) == sorted(str(out / f"{t}.toml") for t in ("2x3", "2x4", "3x3"))
-    for task in ("2x4", "3x3"):
+    assert sorted(result["files"]) == sorted(str(out / f"{t}.toml") for t in ("2x3", "2x4", "3x3", "4x3"))
+    for task in ("2x4", "3x3", "4x3"):
         text = (out / f"{task}.toml").read_text()
         assert f"dqn on task {task}: chosen by `python -m experiments.suite tune` on task 2x3 for its family" in text
         other = tomllib.loads(text)
@@ -113,7 +113,7 @@ def test_a_tuning_runs_writes_its_log_and_file_and_resumes(tmp_path):
     with pytest.raises(SuiteRunError, match="trained with other hyperparameter files"):
         run_suite(runs, 1, trainer=TRAINER, tasks="2x3", budget_scale=0.002, progress=False)
     with pytest.raises(FileNotFoundError, match="no file for task"):
-        run_suite(tmp_path / "r2", 1, trainer=TRAINER, tasks="2x3,3x3-512", progress=False, hyperparams=out)
+        run_suite(tmp_path / "r2", 1, trainer=TRAINER, tasks="2x3,L3-128", progress=False, hyperparams=out)
     with pytest.raises(ValueError, match="task 2x3 has a file in two directories"):
         run_suite(tmp_path / "r3", 1, trainer=TRAINER, tasks="2x3", progress=False, hyperparams=f"{out},{out}")
 
@@ -123,10 +123,10 @@ def test_td_is_tuned_under_the_same_protocol(tmp_path):
     trains from it as from the task's own file."""
     import tomllib
 
-    from experiments.suite import SUITE_V1, SUITE_V2, get_task
+    from experiments.suite import SUITE_V1, SUITE_V2, SUITE_V3, get_task
     from experiments.suite.trainers import TD_KEYS, load_hyperparams, td
 
-    for t in SUITE_V1 + SUITE_V2:
+    for t in SUITE_V1 + SUITE_V2 + tuple(t for t in SUITE_V3 if t.for_track("known-rules")):
         assert set(load_hyperparams("td", t.name, TD_KEYS)) == set(TD_KEYS)
     result = tune("experiments.suite.trainers:td", "2x3", trials=2, steps=2000, out=tmp_path / "td", progress=False)
     chosen = tomllib.loads((tmp_path / "td" / "2x3.toml").read_text())
@@ -137,24 +137,25 @@ def test_td_is_tuned_under_the_same_protocol(tmp_path):
 def test_the_registry_keeps_a_learner_s_tunings_and_states_their_cost(tmp_path):
     """A registry entry of a tuned learner keeps each tuning's log, space and chosen file beside it, and its
     table states the tuning's environment steps (complete trials x steps x seeds) and time."""
-    from experiments.suite import SUITE_V2, registry
+    from experiments.suite import SUITE_VERSION, registry, suite_tasks
     from experiments.suite.tuning import file_digest
 
     out = tmp_path / "tune"
     tune(TRAINER, "2x3", trials=2, steps=1000, out=out, progress=False, family=True, baseline=True)
-    names = [t.name for t in SUITE_V2]
-    score_games = [t.name for t in SUITE_V2 if t.kind == "score"]
+    tasks = [t for t in suite_tasks() if t.for_track("env-only")]
+    names = [t.name for t in tasks]
+    score_games = [t.name for t in tasks if t.kind == "score"]
     results = tmp_path / "results"
     results.mkdir()
     suite = {
-        "suite_version": 2,
+        "suite_version": SUITE_VERSION,
         "tasks": names,
         "trainer": TRAINER,
         "track": "env-only",
         "seeds": 5,
         "normalized": [[0.5] * len(names)] * 5,
         "method": dict.fromkeys(names, "exact"),
-        "family": {t.name: t.kind for t in SUITE_V2},
+        "family": {t.name: t.kind for t in tasks},
         "runs": learner_runs(names, seconds=1.0, train_seconds=2.0),
         "provenance": {"commit": "0123456789abcdef"},
     }
@@ -180,10 +181,11 @@ def test_the_registry_keeps_a_learner_s_tunings_and_states_their_cost(tmp_path):
     own = json.loads((out / "baseline.json").read_text())
     assert (summary["baseline"], summary["baseline_seconds"]) == (own["value"], own["seconds"])
     kept = tmp_path / "reg" / "tuning" / "dqn" / "2x3"
-    files = ["2x3.toml", "2x4.toml", "3x3.toml", "baseline.json", "search-space.toml", "trials.jsonl", "tune.json"]
+    files = ["2x3.toml", "2x4.toml", "3x3.toml", "4x3.toml", "baseline.json", "search-space.toml", "trials.jsonl"]
+    files += ["tune.json"]
     assert sorted(p.name for p in kept.iterdir()) == files
     table = registry.tables(registry.load(tmp_path / "reg"), reps=20)
-    assert "| dqn | env-only | 5 | 80 s | 40 s | 0.002 M steps, " in table  # 40 runs x 2 s, 40 runs x 1 s
+    assert "| dqn | env-only | 5 | 70 s | 35 s | 0.002 M steps, " in table  # 35 runs x 2 s, 35 runs x 1 s
     # the shaped learner trains with the unshaped one's tuned files, so the registry takes that tuning for it
     (results / "suite.json").write_text(json.dumps({**suite, "trainer": "experiments.suite.trainers:dqn_shaped"}))
     shaped = json.loads(registry.add(results, "dqn-shaped", registry=tmp_path / "reg", tuning=[out]).read_text())
@@ -192,10 +194,10 @@ def test_the_registry_keeps_a_learner_s_tunings_and_states_their_cost(tmp_path):
     rows = registry.tuning_table(registry.load(tmp_path / "reg"))
     assert len(rows) == 4 and rows[3].startswith("| dqn | dqn") and "dqn-shaped" in rows[3]
     assert rows[3].endswith(
-        f"| 2x3 (2x3, 2x4, 3x3) | 2 × 0.001 M × 1 | {summary['seconds']:.0f} s | {best['number']} | "
+        f"| 2x3 (2x3, 2x4, 3x3, 4x3) | 2 × 0.001 M × 1 | {summary['seconds']:.0f} s | {best['number']} | "
         f"{registry._fmt(best['value'])} | {registry._fmt(own['value'])} |"
     )
     # the registry's compute in all: both entries' runs, their one shared tuning once
     hours = f"{summary['seconds'] / 3600:.1f}"
-    expected = f"In all, {2 * 80 / 3600:.1f} h of training, {2 * 40 / 3600:.1f} h of scoring and {hours} h of tuning"
+    expected = f"In all, {2 * 70 / 3600:.1f} h of training, {2 * 35 / 3600:.1f} h of scoring and {hours} h of tuning"
     assert registry.cost_line(registry.load(tmp_path / "reg")).startswith(expected)

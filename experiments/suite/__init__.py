@@ -6,6 +6,6 @@ python -m experiments.suite run --trainer my.module:train --seeds 5 --out runs/m
 python -m experiments.suite compare runs/greedy runs/mine --out runs/compare
 """
 
-from .tasks import SUITE_V1, SUITE_V2, SUITE_VERSION, Task, TaskError, get_task, suite_tasks
+from .tasks import SUITE_V1, SUITE_V2, SUITE_V3, SUITE_VERSION, Task, TaskError, get_task, suite_tasks
 
-__all__ = ["SUITE_V1", "SUITE_V2", "SUITE_VERSION", "Task", "TaskError", "get_task", "suite_tasks"]
+__all__ = ["SUITE_V1", "SUITE_V2", "SUITE_V3", "SUITE_VERSION", "Task", "TaskError", "get_task", "suite_tasks"]

@@ -5,30 +5,29 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 from .runner import SuiteRunError
-from .tasks import SUITE_VERSION, ensure_table, matches_pinned_value, suite_tasks, table_digest, tasks_named
+from .tasks import REGIMES, SUITE_VERSION, suite_tasks, tasks_named
 
 
 def cmd_tables(args) -> int:
-    """Build the tasks' tables (those missing), and with --verify check V* and the digests against the pins."""
-    bad = 0
-    for task in tasks_named(args.tasks, args.suite_version):
-        start = time.perf_counter()
-        path = ensure_table(task, progress=not args.quiet)
-        line = f"{task.name}: {path} ({time.perf_counter() - start:.1f} s)"
-        if args.verify:
-            from oracle import Oracle
+    """Build the tasks' tables (those missing), with --verify check V* and the digests against the pins, and with
+    --record write what it cost."""
+    import json
+    from pathlib import Path
 
-            digest = table_digest(path)
-            with Oracle.open(path) as oracle:
-                value = oracle.start_value
-            ok = digest == task.table_digest and matches_pinned_value(value, task.optimal_value)
-            bad += not ok
-            line += f"; V* = {value!r}, digest {digest}: {'as pinned' if ok else 'NOT AS PINNED'}"
-        print(line, flush=True)
-    return 1 if bad else 0
+    from .entry_cost import build_tables, summary
+    from .provenance import provenance
+
+    tasks = tasks_named(args.tasks, args.suite_version)
+    record = build_tables(tasks, args.verify, progress=not args.quiet, report=lambda line: print(line, flush=True))
+    print(summary(record), flush=True)
+    if args.record:
+        record["provenance"] = provenance(["python", "-m", "experiments.suite", *sys.argv[1:]], tasks)
+        Path(args.record).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.record).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {args.record}")
+    return 1 if any(r.get("as_pinned") is False for r in record["tasks"].values()) else 0
 
 
 def cmd_run(args) -> int:
@@ -48,6 +47,7 @@ def cmd_run(args) -> int:
         budget_scale=args.budget_scale,
         address=args.address,
         hyperparams=args.hyperparams,
+        regime=args.regime,
     )
     if result is None:
         print(f"the asked runs are in {args.out}/runs; suite.json is written once every task and seed is there")
@@ -73,16 +73,20 @@ def cmd_registry(args) -> int:
     from . import registry
 
     if args.check:
-        where = Path(args.dir) if args.dir else registry.REGISTRY
-        failing = registry.audit_registry(where)
-        for name, problems in failing.items():
-            for problem in problems:
-                print(f"{where / name}.json: {problem}")
-        if failing:
-            print(f"{len(failing)} of the entries of {where} fail the registry's audit")
+        wheres = [Path(args.dir)] if args.dir else [registry.registry_dir(v) for v in registry.audited_versions()]
+        failed = 0
+        for where in wheres:
+            failing = registry.audit_registry(where)
+            for name, problems in failing.items():
+                for problem in problems:
+                    print(f"{where / name}.json: {problem}")
+            if failing:
+                print(f"{len(failing)} of the entries of {where} fail the registry's audit")
+            failed += len(failing)
+        if failed:
             return 1
         if args.dir:
-            print(f"every entry of {where} passes the registry's audit")
+            print(f"every entry of {args.dir} passes the registry's audit")
             return 0
     if args.dir:
         print("error: --dir is for --check (a copy of a registry to audit)", file=sys.stderr)
@@ -176,6 +180,7 @@ def main(argv=None) -> int:
         "--suite-version", type=int, default=SUITE_VERSION, help=f"the suite version's tables (default {SUITE_VERSION})"
     )
     p.add_argument("--verify", action="store_true", help="check V* and each table's digest against the pins")
+    p.add_argument("--record", default=None, metavar="FILE", help="write what the tables cost (time, disk, memory)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_tables)
     p = sub.add_parser("run", help="score an agent, or a trainer's policies, on every task and seed")
@@ -195,13 +200,20 @@ def main(argv=None) -> int:
         help="with --agent: the track its training followed (env-only, known-rules; default: reference, no training)",
     )
     p.add_argument(
+        "--regime",
+        choices=tuple(REGIMES),
+        default="small",
+        help="with --trainer: the budget regime (small: the tasks' budgets; large: "
+        f"{REGIMES['large']}x them; default small)",
+    )
+    p.add_argument(
         "--budget-scale",
         type=float,
         default=1.0,
-        help="with --trainer: train for this multiple of each task's budget (curves beyond it; never registered)",
+        help="with --trainer: train for this multiple of the regime's budgets (curves beyond them; never registered)",
     )
     p.add_argument("--seeds", type=int, default=5, help="runs per task: seeds 0..N-1 (default 5)")
-    p.add_argument("--tasks", default=None, help="comma-separated task names (default: all)")
+    p.add_argument("--tasks", default=None, help="comma-separated task names (default: the track's list)")
     p.add_argument("--out", required=True, help="results directory (resumed if it holds a run of the same agent)")
     p.add_argument(
         "--only-seeds",

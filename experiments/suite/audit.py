@@ -3,14 +3,15 @@ touch").  ``registry --add`` refuses a result that fails it and ``registry --che
 
 A learner's result (track ``env-only`` or ``known-rules``) must come from ``run --trainer`` under the current
 suite version: every run counted between 1 and its task's budget of steps on the trainer's declared track, at
-least :data:`MIN_SEEDS` seeds on every task, and no run whose trainer returned a spec string or a fixed reference
-agent.  A fixed agent's result (track ``reference``) must be of the current suite version.
+least :data:`MIN_SEEDS` seeds on every task, each task on the track's list, the budgets of the result's regime,
+and no run whose trainer returned a spec string or a fixed reference agent.  A fixed agent's result (track
+``reference``) must be of the current suite version.
 """
 
 from __future__ import annotations
 
 from .budget import REFERENCE_TRACK, TRACKS
-from .tasks import SUITES, suite_tasks
+from .tasks import REGIMES, SUITES, get_task, suite_tasks
 
 #: Seeds a learner's result needs on every task.
 MIN_SEEDS = 5
@@ -71,13 +72,22 @@ def audit(data: dict, version: int) -> list[str]:
     if data.get("seeds", 0) < MIN_SEEDS or few:
         where = ", ".join(f"{task}: {n}" for task, n in few.items()) or f"{data.get('seeds')} in all"
         problems.append(f"a learner needs at least {MIN_SEEDS} seeds on every task ({where})")
-    budgets = {t.name: t.budget_steps for t in suite_tasks(version)}
+    regime = data.get("regime", "small")
+    if regime not in REGIMES:
+        problems.append(f"its regime {regime!r} is none of {', '.join(REGIMES)}")
+        regime = "small"
+    budgets = {t.name: t.budget_steps * REGIMES[regime] for t in suite_tasks(version)}
+    off = sorted(t for t in runs if t in budgets and not get_task(t, version).for_track(track))
+    if off:
+        problems.append(f"task(s) {', '.join(off)} are not on the {track} track's list of suite v{version}")
     refused = reference_policy_types()
     for task, cell in cells:
         where = f"task {task}, seed {cell.get('seed')}"
         counted, budget = cell.get("counted_steps"), cell.get("budget_steps")
         if budgets.get(task) is not None and budget != budgets[task]:
-            problems.append(f"{where}: its budget_steps {budget} is not the task's budget {budgets[task]:,}")
+            problems.append(
+                f"{where}: its budget_steps {budget} is not the task's budget {budgets[task]:,} in the {regime} regime"
+            )
         if not counted:
             problems.append(f"{where}: counted_steps is {counted!r}: the trainer took no counted step")
         elif budget is not None and counted > budget:

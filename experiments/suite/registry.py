@@ -37,7 +37,8 @@ from .aggregate import (
 )
 from .audit import audit
 from .bootstrap import ScoreCells
-from .tasks import SUITE_VERSION, SUITES, suite_tasks
+from .budget import REFERENCE_TRACK
+from .tasks import SUITE_VERSION, SUITES, suite_tasks, task_lists
 from .tuning import BASELINE, LOG, read_log
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,12 +139,16 @@ def add(results_dir, name: str, registry: Path | None = None, tuning=()) -> Path
         raise FileNotFoundError(f"{results_dir}: no suite.json (the run has not finished)")
     data = json.loads(source.read_text())
     if data.get("budget_scale", 1.0) != 1.0:
-        raise ValueError(f"{source}: trained at {data['budget_scale']}x the budgets; the registry holds the suite's")
-    if data.get("suite_version") != SUITE_VERSION or data.get("tasks") not in _coverable(SUITE_VERSION):
-        families = "; ".join(f"{FAMILIES[f]}: {','.join(t)}" for f, t in _parts(SUITE_VERSION).items() if f in FAMILIES)
         raise ValueError(
-            f"{source}: a reference run covers every task of suite v{SUITE_VERSION}, or every task of one family "
-            f"({families}), in the suite's order; got v{data.get('suite_version')} {data.get('tasks')}"
+            f"{source}: trained at {data['budget_scale']}x the regime's budgets; the registry holds the suite's"
+        )
+    track = track_of_result(data)
+    if data.get("suite_version") != SUITE_VERSION or data.get("tasks") not in _coverable(SUITE_VERSION, track):
+        allowed = " or ".join(",".join(t) for t in _coverable(SUITE_VERSION, track))
+        raise ValueError(
+            f"{source}: a reference run on the {track} track covers its track's tasks of suite v{SUITE_VERSION}, or "
+            f"one family's of them, in the suite's order ({allowed}); got v{data.get('suite_version')} "
+            f"{data.get('tasks')}"
         )
     problems = audit(data, SUITE_VERSION)
     if problems:
@@ -201,19 +206,35 @@ def load(registry: Path = REGISTRY) -> dict[str, dict]:
     return dict(sorted(entries.items(), key=lambda kv: float(np.mean(kv[1]["normalized"]))))
 
 
-def _parts(version: int) -> dict[str, list[str]]:
-    """``{"overall": every task, family: its tasks, ...}`` of suite ``version``, tasks in the suite's order."""
-    tasks = suite_tasks(version)
-    parts = {"overall": [t.name for t in tasks]}
-    for family in FAMILIES:
-        if any(t.kind == family for t in tasks):
-            parts[family] = [t.name for t in tasks if t.kind == family]
-    return parts
+def _lists(version: int) -> dict[str, dict[str, list[str]]]:
+    """``{list: {"overall": its tasks, family: its tasks, ...}}`` of suite ``version``: one list ``""`` of every
+    task where every track has the same (v1, v2), else each track's (v3); tasks in the suite's order."""
+    out = {}
+    for track, tasks in task_lists(version).items():
+        parts = {"overall": [t.name for t in tasks]}
+        for family in FAMILIES:
+            if any(t.kind == family for t in tasks):
+                parts[family] = [t.name for t in tasks if t.kind == family]
+        out[track] = parts
+    return out
 
 
-def _coverable(version: int) -> list[list[str]]:
-    """The task lists a registry entry of suite ``version`` may cover: all of them, or one family's."""
-    return list(_parts(version).values())
+def _key(task_list: str, part: str) -> str:
+    """The name of one part of one task list among :func:`registry_aggregates`' tables: ``part`` alone where the
+    suite has one list, else ``TRACK/part``."""
+    return f"{task_list}/{part}" if task_list else part
+
+
+def _coverable(version: int, track: str = REFERENCE_TRACK) -> list[list[str]]:
+    """The task lists a registry entry of suite ``version`` on ``track`` may cover: its track's list (every task
+    for the reference track, or every task with a table, for an agent that needs one) or one family's part of it."""
+    lists = _lists(version)
+    mine = [parts for lst, parts in lists.items() if not lst or track in (lst, REFERENCE_TRACK)]
+    every = [t.name for t in suite_tasks(version)]
+    out = [tasks for parts in mine for tasks in parts.values()]
+    if track == REFERENCE_TRACK:
+        out += [every, [t.name for t in suite_tasks(version) if t.has_table]]
+    return out
 
 
 def _version(entries: dict[str, dict]) -> int:
@@ -221,14 +242,16 @@ def _version(entries: dict[str, dict]) -> int:
 
 
 def registry_aggregates(entries: dict[str, dict], reps: int = 2000) -> dict:
-    """``{"overall": table, family: table, ...}`` (tables of :func:`aggregate_table`), each over the entries that
-    cover its tasks (an entry of one family is in that family's table only): an agent's aggregates are its own
-    runs' (no statistic here crosses two agents), so one table shows every track."""
+    """``{key: table}`` (tables of :func:`aggregate_table`, keys of :func:`_key`), each over the entries that
+    cover its tasks (an entry of one family is in that family's table only, a learner in its track's list's only): an
+    agent's aggregates are its own runs' (no statistic here crosses two agents), so one table shows every track."""
     out = {}
-    for part, tasks in _parts(_version(entries)).items():
-        matrices = {n: ScoreCells.of_result(d, tasks) for n, d in entries.items() if set(tasks) <= set(d["tasks"])}
-        if matrices:
-            out[part] = aggregate_table(matrices, reps)
+    for lst, parts in _lists(_version(entries)).items():
+        members = {n: d for n, d in entries.items() if not lst or track_of_result(d) in (lst, REFERENCE_TRACK)}
+        for part, tasks in parts.items():
+            matrices = {n: ScoreCells.of_result(d, tasks) for n, d in members.items() if set(tasks) <= set(d["tasks"])}
+            if matrices:
+                out[_key(lst, part)] = aggregate_table(matrices, reps)
     return out
 
 
@@ -237,40 +260,28 @@ def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggreg
     marked) with each entry's track and compute, then each agent's aggregates (over its own runs, so agents of
     different tracks are never pooled), every metric per family of tasks and overall; else (the README's
     headline) the IQM and the mean per family and overall in one table, and the rankings within each track and
-    regime.  ``aggregates``: :func:`registry_aggregates` of ``entries``, if already computed."""
+    regime.  Where the tracks have task lists of their own (v3), each list has its tables, with the reference
+    agents and its track's learners.  ``aggregates``: :func:`registry_aggregates` of ``entries``, if already
+    computed."""
     version = _version(entries)
-    names = _parts(version)["overall"]
+    names = [t.name for t in suite_tasks(version)]
     tracks = {name: track_label(data, entries) for name, data in entries.items()}
     lines = [] if not full else per_task_table(entries, names, tracks) + tuning_table(entries)
     if aggregates is None:
         aggregates = registry_aggregates(entries, reps)
-    if not full:
-        parts = [p for p in FAMILIES if p in aggregates] + ["overall"]
-        titles = [FAMILIES.get(p, "all tasks") for p in parts]
-        header = " | ".join(f"{t}: {m}" for t in titles for m in ("IQM", "mean"))
-        lines += [f"| agent | track | {header} |", "|---|---|" + "---:|" * (2 * len(parts))]
-        for name in entries:
-            cells = [
-                estimate_text(aggregates[p][name][m]) if name in aggregates[p] else "—"
-                for p in parts
-                for m in ("IQM", "mean")
-            ]
-            lines.append(f"| {name} | {tracks[name]} | " + " | ".join(cells) + " |")
-        lines += ["", RANKING_NOTE, ""]
-        for track in sorted(set(tracks.values()), key=list(tracks.values()).index):
-            members = [n for n, d in entries.items() if tracks[n] == track and d.get("agent") != "optimal"]
-            for p, t in zip(parts, titles, strict=True):
-                ranked = [n for n in members if n in aggregates[p]]
-                if len(ranked) > 1:
-                    columns = _parts(version)[p]
-                    cells = {n: ScoreCells.of_result(entries[n], columns) for n in ranked}
-                    lines.append(f"- {track}, {t}: {ranking(aggregates[p], cells, ranked, reps)}")
-    else:
-        for part, table in aggregates.items():
+    for lst, parts in _lists(version).items():
+        keys = {part: _key(lst, part) for part in parts if _key(lst, part) in aggregates}
+        if lst:
+            lines += ["", f"**The {lst} track's tasks** ({', '.join(parts['overall'])}):"]
+            lines += [""] if not full else []
+        if not full:
+            lines += headline_lines(entries, aggregates, parts, keys, tracks, reps)
+            continue
+        for part, key in keys.items():
             title = "all tasks" if part == "overall" else FAMILIES[part]
-            lines += ["", f"*{title}* ({', '.join(_parts(version)[part])}):", ""]
+            lines += ["", f"*{title}* ({', '.join(parts[part])}):", ""]
             lines += ["| agent | track | " + " | ".join(METRICS) + " |", "|---|---|" + "---:|" * len(METRICS)]
-            for name, row in table.items():
+            for name, row in aggregates[key].items():
                 cells = [estimate_text(row[m]) for m in METRICS]
                 lines.append(f"| {name} | {tracks[name]} | " + " | ".join(cells) + " |")
     commits = sorted({_short(d["provenance"]["commit"]) for d in entries.values()})
@@ -289,11 +300,39 @@ def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggreg
     return "\n".join(lines)
 
 
+def headline_lines(entries, aggregates, parts, keys, tracks, reps) -> list[str]:
+    """The headline of one task list: the IQM and the mean of each entry that covers some of its parts, per family
+    and overall, then the rankings within each track (and regime) of its entries."""
+    order = [p for p in FAMILIES if p in keys] + ["overall"]
+    titles = [FAMILIES.get(p, "all tasks") for p in order]
+    header = " | ".join(f"{t}: {m}" for t in titles for m in ("IQM", "mean"))
+    lines = [f"| agent | track | {header} |", "|---|---|" + "---:|" * (2 * len(order))]
+    members = [n for n in entries if any(n in aggregates.get(keys.get(p, ""), {}) for p in order)]
+    for name in members:
+        cells = [
+            estimate_text(aggregates[keys[p]][name][m]) if p in keys and name in aggregates[keys[p]] else "—"
+            for p in order
+            for m in ("IQM", "mean")
+        ]
+        lines.append(f"| {name} | {tracks[name]} | " + " | ".join(cells) + " |")
+    lines += ["", RANKING_NOTE, ""]
+    labels = [tracks[n] for n in members]
+    for track in sorted(set(labels), key=labels.index):
+        group = [n for n in members if tracks[n] == track and entries[n].get("agent") != "optimal"]
+        for p, t in zip(order, titles, strict=True):
+            ranked = [n for n in group if p in keys and n in aggregates[keys[p]]]
+            if len(ranked) > 1:
+                cells = {n: ScoreCells.of_result(entries[n], parts[p]) for n in ranked}
+                lines.append(f"- {track}, {t}: {ranking(aggregates[keys[p]], cells, ranked, reps)}")
+    return lines
+
+
 def track_label(data: dict, entries: dict[str, dict]) -> str:
-    """An entry's track, and its budget regime where the registry holds more than one."""
-    regimes = {regime_of_result(d) for d in entries.values()}
+    """An entry's track, and a learner's budget regime where the registry's learners have more than one."""
+    learners = [d for d in entries.values() if track_of_result(d) != REFERENCE_TRACK]
+    regimes = {regime_of_result(d) for d in learners}
     track = track_of_result(data)
-    return f"{track}, {regime_of_result(data)}" if len(regimes) > 1 else track
+    return f"{track}, {regime_of_result(data)}" if len(regimes) > 1 and track != REFERENCE_TRACK else track
 
 
 #: What the headline's rankings mean.
@@ -443,6 +482,16 @@ def _replace_block(text: str, block: str, version: int) -> str:
     return f"{head}{begin}\n{block}\n{end}{tail}"
 
 
+#: The first suite version whose registry was written under the audit (v1's entries predate tracks).
+AUDITED_FROM = 2
+
+
+def audited_versions() -> list[int]:
+    """The suite versions whose registries ``registry --check`` audits: those with results, from
+    :data:`AUDITED_FROM` on."""
+    return [v for v in versions_with_registry() if v >= AUDITED_FROM]
+
+
 def versions_with_registry() -> list[int]:
     """The suite versions whose registry holds results, oldest first."""
     return [v for v in SUITES if any(registry_dir(v).glob("*.json"))]
@@ -470,8 +519,24 @@ def render(check: bool = False, files=(README, PAGE), reps: int = 2000) -> list[
         for path in stale:
             path.write_text(new[path])
         if versions:  # entries and aggregates are the newest version's, the loop's last
-            everything = _parts(_version(entries))["overall"]
-            matrices = {n: np.asarray(d["normalized"], float) for n, d in entries.items() if d["tasks"] == everything}
-            plot_aggregates({"groups": {"all": {"aggregates": aggregates}}}, PLOTS["aggregates"])
+            overall, matrices = plotted(entries, aggregates)
+            plot_aggregates({"groups": {"all": {"aggregates": {"overall": overall}}}}, PLOTS["aggregates"])
             plot_profiles(matrices, PLOTS["profiles"], reps)
     return stale
+
+
+def plotted(entries: dict[str, dict], aggregates: dict) -> tuple[dict, dict]:
+    """``(overall, matrices)`` for the plots: each entry's overall aggregates and its score matrix over its task
+    list (runs x tasks), named by the entry, and by the entry and the track's list where the tracks have lists of
+    their own (a reference agent then appears once per list)."""
+    lists = _lists(_version(entries))
+    overall, matrices = {}, {}
+    for lst, parts in lists.items():
+        table = aggregates.get(_key(lst, "overall"), {})
+        for name, row in table.items():
+            label = f"{name} ({lst} tasks)" if len(lists) > 1 else name
+            overall[label] = row
+            data = entries[name]
+            columns = [data["tasks"].index(t) for t in parts["overall"]]
+            matrices[label] = np.asarray(data["normalized"], float)[:, columns]
+    return overall, matrices

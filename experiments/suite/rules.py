@@ -57,24 +57,29 @@ def ceiling_breaches(measured: list[Measured]) -> list[Measured]:
     return [m for m in measured if m.agent != "optimal" and m.mean > CEILING]
 
 
-def floor(measured: list[Measured]) -> dict[tuple[str, str, str], dict[str, list[str]]]:
+def floor(
+    measured: list[Measured], lists: dict[str, set[str]] | None = None
+) -> dict[tuple[str, str, str], dict[str, list[str]]]:
     """``{(track, family, regime): {task: [learners whose interval lies inside the band]}}``, for every track that
-    has a learner measured in that family and regime, every task of the family measured there."""
+    has a learner measured in that family and regime, every task of the family measured there (of the track's
+    list, where ``lists`` gives each track's tasks)."""
     tasks = defaultdict(set)
     for m in measured:
         tasks[m.family, m.regime].add(m.task)
     out: dict[tuple[str, str, str], dict[str, list[str]]] = {}
     for m in measured:
         if m.learner:
-            group = out.setdefault((m.track, m.family, m.regime), {t: [] for t in sorted(tasks[m.family, m.regime])})
+            mine = sorted(t for t in tasks[m.family, m.regime] if lists is None or t in lists[m.track])
+            group = out.setdefault((m.track, m.family, m.regime), {t: [] for t in mine})
             if m.inside_band:
-                group[m.task].append(m.agent)
+                group.setdefault(m.task, []).append(m.agent)
     return out
 
 
-def floor_failures(measured: list[Measured]) -> list[tuple[str, str, str, str]]:
-    """``(track, family, regime, task)`` where no learner of the track has its interval inside the band."""
-    return [(*group, task) for group, tasks in floor(measured).items() for task, ok in tasks.items() if not ok]
+def floor_failures(measured: list[Measured], lists: dict[str, set[str]] | None = None) -> list[tuple[str, ...]]:
+    """``(track, family, regime, task)`` where no learner of the track has its interval inside the band (``lists``:
+    as for :func:`floor`)."""
+    return [(*group, task) for group, tasks in floor(measured, lists).items() for task, ok in tasks.items() if not ok]
 
 
 def small_families(tasks: dict[str, str]) -> dict[str, int]:
@@ -102,6 +107,34 @@ def from_candidates(rows: list[dict], regime: str = "small") -> list[Measured]:
         out.append(Measured(agent, task, track, agent in CANDIDATE_LEARNERS, family, regime, mean, low, high,
                             len(cells)))  # fmt: skip
     return out
+
+
+def from_registry(entries: dict[str, dict]) -> list[Measured]:
+    """The measurements of a registry's entries (``{name: suite.json}``): each entry on each of its tasks, its runs
+    pooled (an entry on a learner's track is a learner of that track, in its regime; a fixed agent a reference)."""
+    from .aggregate import regime_of_result, task_families, track_of_result
+    from .budget import TRACKS
+    from .candidates import seed_interval
+
+    out = []
+    for name, data in entries.items():
+        track, families = track_of_result(data), task_families(data)
+        learner = track in TRACKS
+        for task in data["tasks"]:
+            runs = data["runs"][task]
+            mean, low, high = seed_interval(runs, families[task])
+            regime = regime_of_result(data) if learner else "any"
+            out.append(Measured(name, task, track, learner, families[task], regime, mean, low, high, len(runs)))
+    return out
+
+
+def track_lists(version: int) -> dict[str, set[str]]:
+    """``{track: its tasks}`` of suite ``version`` for :func:`floor` (every task for every track where the tracks
+    share one list)."""
+    from .budget import TRACKS
+    from .tasks import suite_tasks
+
+    return {track: {t.name for t in suite_tasks(version) if t.for_track(track)} for track in TRACKS}
 
 
 def report(measured: list[Measured]) -> str:

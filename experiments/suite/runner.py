@@ -30,7 +30,7 @@ from .monitor import TrainingMonitor
 from .policies import load_trainer
 from .provenance import provenance
 from .scoring import score_policy
-from .tasks import SUITE_VERSION, Task, checked_table, tasks_named
+from .tasks import REGIMES, SUITE_VERSION, Task, checked_table, tasks_named
 from .training import (
     TrainingRun,
     check_learned,
@@ -90,6 +90,11 @@ def _check_directory(out: Path, what: dict) -> None:
             f"{out} holds runs on the {theirs['track']} track, not {what['track']}: give another --out "
             "(results of different tracks are never mixed)"
         )
+    if theirs.get("regime") != what.get("regime"):
+        raise SuiteRunError(
+            f"{out} holds runs of the {theirs.get('regime')} regime, not {what.get('regime')}: give another --out "
+            "(results of different regimes are never mixed)"
+        )
     if theirs.get("budget_scale", 1.0) != what.get("budget_scale", 1.0):
         raise SuiteRunError(
             f"{out} holds runs at {theirs.get('budget_scale', 1.0)}x the budgets, not "
@@ -133,22 +138,26 @@ def run_suite(
     budget_scale: float = 1.0,
     address: str | None = None,
     hyperparams=None,
+    regime: str = "small",
 ) -> dict | None:
     """Score ``agent`` (a spec string, SB3 model, torch module, agent object or callable), or the policies that
-    ``trainer`` (``"module:function"`` or a callable ``train(run, budget_steps, seed) -> policy``, its track
-    declared by its ``track`` attribute, see :mod:`experiments.suite.training`) learns, on
-    ``tasks`` (comma-separated names; default all) for seeds 0 .. ``seeds`` - 1.  With ``curve`` K >= 2 (trainers
-    that hand checkpoints, see :mod:`experiments.suite.monitor`) each run also records its learning curve (K
-    points, the last its final score) and its training regret.  ``only_seeds`` (a subset of the seeds) runs just
-    those, so that several processes can share one run's cells; ``suite.json`` is written, and returned, once
-    every (task, seed) is there (None before).  A cell another process finished meanwhile is not run again.
-    ``track``: for an agent, the track its training followed (default :data:`REFERENCE_TRACK`, no training).
-    ``budget_scale``: train for that multiple of each task's budget, to study learning curves beyond it; such
-    results are marked (``budget_scale`` in run.json and suite.json) and never enter the registry.  ``address``:
-    compute the cells on the Ray cluster there, one Ray task each (:mod:`experiments.suite.spread`), with the same
-    files and results as one process.  ``hyperparams``: a directory of hyperparameter files, ``TASK.toml`` for
-    each task (a tuning's output, ``tune --out``; several directories comma-separated, one per family), that the
-    trainer trains with in place of its own; each file's SHA-256 is recorded in run.json and in every run file."""
+    ``trainer`` (``"module:function"`` or a callable ``train(run, budget_steps, seed) -> policy``, its track declared by
+    its ``track`` attribute, see :mod:`experiments.suite.training`) learns, on ``tasks`` (comma-separated names; default
+    the track's list) for seeds 0 .. ``seeds`` - 1.  With ``curve`` K >= 2 (trainers that hand checkpoints, see
+    :mod:`experiments.suite.monitor`) each run also records its learning curve (K points, the last its final score)
+    and its training regret.  ``only_seeds`` (a subset of the seeds) runs just those, so that several processes can
+    share one run's cells; ``suite.json`` is written, and returned, once every (task, seed) is there (None before).
+    A cell another process finished meanwhile is not run again.  ``track``: for an agent, the track its training
+    followed (default :data:`REFERENCE_TRACK`, no training); the default tasks are that track's list (every task for
+    the reference track).  ``regime``: the budget regime (:data:`~experiments.suite.tasks.REGIMES`, ``small`` or
+    ``large``) a trainer trains in, recorded in run.json and suite.json (each run file records its
+    ``budget_steps``).  ``budget_scale``: train for that multiple of the regime's budgets, to study learning curves
+    beyond them; such results are marked (``budget_scale`` in run.json and suite.json) and never enter the registry.
+    ``address``: compute the cells on the Ray cluster there, one Ray task each (:mod:`experiments.suite.spread`),
+    with the same files and results as one process.  ``hyperparams``: a directory of hyperparameter files,
+    ``TASK.toml`` for each task (a tuning's output, ``tune --out``; several directories comma-separated, one per
+    family), that the trainer trains with in place of its own; each file's SHA-256 is recorded in run.json and in
+    every run file."""
     if (agent is None) == (trainer is None):
         raise ValueError("give an agent or a trainer, not both and not neither")
     if not isinstance(seeds, int) or seeds < 1:
@@ -164,7 +173,13 @@ def run_suite(
     track = track_of(train) if train is not None else (track or REFERENCE_TRACK)
     if track not in (*TRACKS, REFERENCE_TRACK):
         raise ValueError(f"unknown track {track!r}; the tracks are {', '.join((*TRACKS, REFERENCE_TRACK))}")
+    if regime not in REGIMES:
+        raise ValueError(f"unknown regime {regime!r}; the regimes are {', '.join(REGIMES)}")
+    if regime != "small" and train is None:
+        raise ValueError(f"the {regime} regime is a trainer's budget; a fixed agent is scored once, in no regime")
     what = {"suite_version": SUITE_VERSION, "agent": _label(agent), "trainer": _label(trainer), "track": track}
+    if train is not None:
+        what["regime"] = regime
     if curve:
         what["curve"] = curve
     if budget_scale != 1.0:
@@ -174,7 +189,8 @@ def run_suite(
     only = set(range(seeds)) if only_seeds is None else set(only_seeds)
     if not only <= set(range(seeds)) or not only:
         raise ValueError(f"--only-seeds must name some of the seeds 0..{seeds - 1}, got {sorted(only)}")
-    chosen = [replace(t, budget_steps=round(t.budget_steps * budget_scale)) for t in tasks_named(tasks)]
+    scale = REGIMES[regime] * budget_scale
+    chosen = [replace(t, budget_steps=round(t.budget_steps * scale)) for t in tasks_named(tasks, track=track)]
     files = {}
     if hyperparams is not None:
         from .tuning import hyperparameter_files
@@ -310,14 +326,29 @@ def _run_task(
         for seed in missing:
             if _cell(out, task, seed).exists():  # another process sharing the run finished it
                 continue
+            exact = _exact_cell(out, task) if train is None else None
             try:
-                cell = compute_cell_with(hyperparams, task, seed, agent, train, oracle, curve, progress)
+                if exact is not None:
+                    cell = {**exact, "seed": seed, "seconds": 0.0, "same_as_seed": exact["seed"]}
+                else:
+                    cell = compute_cell_with(hyperparams, task, seed, agent, train, oracle, curve, progress)
             except Exception as e:
                 raise _failed(out, task, seed, e) from e
             _write_json(_cell(out, task, seed), cell)
             if progress:
                 _report(cell)
     return digest
+
+
+def _exact_cell(out: Path, task: Task) -> dict | None:
+    """A fixed agent's run of ``task`` in ``out`` scored exactly, if one is there: its value is the same for every
+    seed (no training, no sampling), so the other seeds' runs repeat it (marked ``same_as_seed``) rather than
+    computing it again."""
+    for path in sorted((out / "runs" / task.name).glob("seed-*.json")):
+        cell = json.loads(path.read_text())
+        if cell.get("method") == "exact" and "same_as_seed" not in cell:
+            return cell
+    return None
 
 
 def collect(out: Path, tasks: list[Task], seeds: int) -> dict:

@@ -1,24 +1,29 @@
-"""The frozen task sets of the Solved2048 suite (docs/suite.md): :data:`SUITE_V2` (current) and :data:`SUITE_V1`,
-each task's table and env.
+"""The frozen task sets of the Solved2048 suite (docs/suite.md): :data:`SUITE_V3` (current), :data:`SUITE_V2` and
+:data:`SUITE_V1`, each task's table and env.
 
-A task is a game this project solves exactly, so that every policy is scored against the true optimum V*.  Suite
-v2:
+A task is a game this project solves exactly (or whose optimum is published), so that every policy is scored
+against the true optimum V*.  Suite v3, each track with its own success tasks:
 
-==============  =========================================  ========================================  ==========
-task            game                                       score (normalized by V*)                  V^pi
-==============  =========================================  ========================================  ==========
-``2x3``         2x3 board, score                           V^pi / V* (expected score)                exact
-``2x4``         2x4 board, score                           V^pi / V*                                 exact
-``3x3``         3x3 board, score                           V^pi / V*                                 exact (*)
-``3x3-512``     3x3 board, make a 512 (reward 1 when made) P^pi(512) / P*(512)                       exact (*)
-``4x3-256``     4x3 board, make a 256                      P^pi(256) / P*(256)                       Monte Carlo
-``L3-256``      4x4 endgame L3, make a 256                 P^pi(success) / P*(success)               exact (*)
-``442-256``     4x4 endgame 442, make a 256                as above                                  exact (*)
-``t-512``       4x4 endgame t, make a 512                  as above                                  exact (*)
-==============  =========================================  ========================================  ==========
+==============  ===========================================  ===========================  ============  ===========
+task            game                                         score (normalized by V*)     tracks        V^pi
+==============  ===========================================  ===========================  ============  ===========
+``2x3``         2x3 board, score                             V^pi / V* (expected score)   both          exact
+``2x4``         2x4 board, score                             V^pi / V*                    both          exact
+``3x3``         3x3 board, score                             V^pi / V*                    both          exact (*)
+``4x3``         the whole 4x3 game from two 2-tiles, score   V^pi / 50724.26 (published)  both          Monte Carlo
+``L3-128``      4x4 endgame L3, make a 128                   P^pi(success) / P*(success)  env-only      exact (*)
+``442-128``     4x4 endgame 442, make a 128                  as above                     env-only      exact (*)
+``t-128``       4x4 endgame t, make a 128                    as above                     env-only      exact (*)
+``3x3-512``     3x3 board, make a 512 (reward 1 when made)   P^pi(512) / P*(512)          known-rules   exact (*)
+``L3-256``      4x4 endgame L3, make a 256                   P^pi(success) / P*(success)  known-rules   exact (*)
+``442-256``     4x4 endgame 442, make a 256                  as above                     known-rules   exact (*)
+``t-512``       4x4 endgame t, make a 512                    as above                     known-rules   exact (*)
+==============  ===========================================  ===========================  ============  ===========
 
-(*) for agents that decide cheaply in batches; others by Monte Carlo (``oracle.agent.evaluates_exactly``).
-Suite v1 had ``2x4``, ``3x3``, ``3x3-512``, ``4x3-128``, ``L3-256``, ``442-256`` and ``t-256``.
+(*) for agents that decide cheaply in batches; others by Monte Carlo (``oracle.agent.evaluates_exactly``).  Every
+task has two budget regimes (:data:`REGIMES`).  Suite v2 had ``2x3``, ``2x4``, ``3x3``, ``3x3-512``,
+``4x3-256``, ``L3-256``, ``442-256`` and ``t-512`` for every track; suite v1 ``2x4``, ``3x3``, ``3x3-512``,
+``4x3-128``, ``L3-256``, ``442-256`` and ``t-256``.
 
 A change of a task's rules, budget or evaluation makes a new suite version; tables and results of one version are
 never mixed with another's.
@@ -34,7 +39,14 @@ from env2048.pattern import load_pattern
 from solver.format import Table
 from solver.spec import SolveSpec
 
-SUITE_VERSION = 2
+from .budget import REFERENCE_TRACK, TRACKS
+
+SUITE_VERSION = 3
+
+#: The budget regimes of suite v3: each a factor on the tasks' budgets.  ``small`` (the budgets as the tasks give
+#: them) measures sample efficiency; ``large`` is where deep RL trains, sized from JAX PPO's and TD's curves
+#: (docs/suite.md).  Results of two regimes are never pooled.
+REGIMES = {"small": 1, "large": 10}
 
 
 #: The optimal expected score of the whole 4x3 game from a start with two 2-tiles (every such start has it), as
@@ -43,6 +55,8 @@ SUITE_VERSION = 2
 KANEKO_YAMASHITA_4X3 = 50724.26
 #: Where :data:`KANEKO_YAMASHITA_4X3` comes from, as a task names it.
 KANEKO_YAMASHITA = 'Kaneko & Yamashita (2025), "Strongly Solving 2048 4x3"'
+#: The small regime's budget of suite v3's whole 4x3 game, in environment steps or simulated moves.
+BUDGET_4X3 = 10_000_000
 
 
 class TaskError(ValueError):
@@ -62,7 +76,7 @@ class Task:
     them); ``version``: the suite version the task belongs to; ``start_p4``: the chance that a start tile is a 4
     (None: the spawns' p4; 0: two 2-tiles).  A task whose game is too large to solve here has no table:
     ``optimum_source`` then names the published work its V* comes from, and it is scored by Monte Carlo in its
-    env."""
+    env.  ``tracks``: the learners' tracks whose task list holds the task (empty: every track's)."""
 
     name: str
     env_id: str
@@ -78,6 +92,12 @@ class Task:
     version: int = 1
     start_p4: float | None = None
     optimum_source: str = ""
+    tracks: tuple[str, ...] = ()
+
+    def for_track(self, track: str) -> bool:
+        """Whether learners of ``track`` are scored on the task (every task of a version without per-track lists;
+        the reference agents, track ``reference``, on every task)."""
+        return not self.tracks or track == REFERENCE_TRACK or track in self.tracks
 
     @property
     def has_table(self) -> bool:
@@ -164,8 +184,48 @@ SUITE_V2: tuple[Task, ...] = (
          "b624f091391e5d0161dda9f33fc3c817376ddcbceb36a34551dbf65225a7e105", pattern="t", target=512, version=2),
 )  # fmt: skip
 
+#: The env-only and the known-rules track of suite v3, whose success tasks differ.
+ENV_ONLY, KNOWN_RULES = ("env-only",), ("known-rules",)
+
+# Suite v3: v2's rules, a task list per track on the success family and the whole 4x3 game (docs/suite.md, "Suite
+# v3: the rules"; the candidates' log is docs/reference/candidates-v3/candidates.jsonl).  The env-only track's
+# success tasks are the endgames at 128, where its learners score; the known-rules track keeps v2's, where TD
+# stays below the ceiling.  V* and digests: v2's pins for v2's games, read off the candidates' tables (built by
+# `python -m experiments.suite candidates` on 2026-12-05) for the others; `tables --verify` checks them.
+SUITE_V3: tuple[Task, ...] = (
+    Task("2x3", "Solved2048-2x3-v2", 1_000_000, True, 480.25827177595846,
+         "706c8667d474b99c5a2457782e3af420abdd7b20ead3c7ec98ae22b188bb0bb3", board="2x3", version=3),
+    Task("2x4", "Solved2048-2x4-v2", 1_000_000, True, 2641.873035692249,
+         "c83dcc30f81785d2d81933a701234817c31f99defab3f38b37986ab86a7203a1", board="2x4", version=3),
+    Task("3x3", "Solved2048-3x3-v2", 5_000_000, True, 5468.486797410302,
+         "aaa2555b446daf3d13d1f55b0488a7dcfb62b08873e92e07ff3db5a214ad8482", board="3x3", version=3),
+    Task("4x3", "Solved2048-4x3-twos-v2", BUDGET_4X3, False, KANEKO_YAMASHITA_4X3, "", board="4x3", version=3,
+         start_p4=0.0, optimum_source=KANEKO_YAMASHITA),
+    Task("L3-128", "Endgame2048-L3-128-v2", 2_000_000, True, 0.7680661928433852,
+         "fdc0f51595b5330ed213fb21061f4c874af90bc68c09bfccddac2f29a4d81a0d", pattern="L3", target=128, version=3,
+         tracks=ENV_ONLY),
+    Task("442-128", "Endgame2048-442-128-v2", 2_000_000, True, 0.8204701998500207,
+         "1b272e46b9c9d8ac837afc1162bf31e5fe9c31123dc584ec6bdc9aecc320f580", pattern="442", target=128, version=3,
+         tracks=ENV_ONLY),
+    Task("t-128", "Endgame2048-t-128-v2", 2_000_000, True, 0.3531884244945132,
+         "1a2c1df1e10027d55796b61dc44f51ea6076599d0162f7a63e32c1afc046f507", pattern="t", target=128, version=3,
+         tracks=ENV_ONLY),
+    Task("3x3-512", "Solved2048-3x3-512-v2", 5_000_000, True, 0.7367741770231625,
+         "eaa7cbedceb71ebd8380b012b24a5ec47e2e81023218f8eaa223b3af15f7c078", board="3x3", objective="tile:9",
+         version=3, tracks=KNOWN_RULES),
+    Task("L3-256", "Endgame2048-L3-256-v2", 2_000_000, True, 0.7633492015778262,
+         "d1cc94d62980e2486228f7141fc81b9db2ec2a6f51a3d58d647ed503f18f0e96", pattern="L3", target=256, version=3,
+         tracks=KNOWN_RULES),
+    Task("442-256", "Endgame2048-442-256-v2", 2_000_000, True, 0.8090281055142652,
+         "926c6772952a1d0080b2c3f00883d330b3092055e53cabcd5ada2a3b0c093108", pattern="442", target=256, version=3,
+         tracks=KNOWN_RULES),
+    Task("t-512", "Endgame2048-t-512-v2", 2_000_000, True, 0.2777243527120862,
+         "b624f091391e5d0161dda9f33fc3c817376ddcbceb36a34551dbf65225a7e105", pattern="t", target=512, version=3,
+         tracks=KNOWN_RULES),
+)  # fmt: skip
+
 #: Every suite version's tasks; :data:`SUITE_VERSION` is the current one.
-SUITES: dict[int, tuple[Task, ...]] = {1: SUITE_V1, 2: SUITE_V2}
+SUITES: dict[int, tuple[Task, ...]] = {1: SUITE_V1, 2: SUITE_V2, 3: SUITE_V3}
 TASKS = {t.name: t for t in SUITES[SUITE_VERSION]}
 
 
@@ -184,12 +244,28 @@ def get_task(name: str, version: int = SUITE_VERSION) -> Task:
     return tasks[name]
 
 
-def tasks_named(names: str | None, version: int = SUITE_VERSION) -> list[Task]:
-    """The tasks of a comma-separated list (all of the suite's for None or "all"), in the suite's order."""
+def task_lists(version: int = SUITE_VERSION) -> dict[str, list[Task]]:
+    """``{track: its tasks}`` of suite ``version`` where its tracks have lists of their own (v3), else ``{"": every
+    task}`` (one list for every track, v1 and v2); tasks in the suite's order."""
     tasks = suite_tasks(version)
+    if not any(t.tracks for t in tasks):
+        return {"": list(tasks)}
+    return {track: [t for t in tasks if t.for_track(track)] for track in TRACKS}
+
+
+def tasks_named(names: str | None, version: int = SUITE_VERSION, track: str | None = None) -> list[Task]:
+    """The tasks of a comma-separated list (for None or "all": all of the suite's, or of ``track``'s list), in the
+    suite's order; a :class:`TaskError` for a task that is not on ``track``'s list."""
+    tasks = [t for t in suite_tasks(version) if track is None or t.for_track(track)]
     if names in (None, "", "all"):
-        return list(tasks)
+        return tasks
     wanted = [get_task(n.strip(), version) for n in names.split(",") if n.strip()]
+    off = [t.name for t in wanted if t not in tasks]
+    if off:
+        raise TaskError(
+            f"task(s) {', '.join(off)} of suite v{version} are not on the {track} track's list, which is "
+            f"{', '.join(t.name for t in tasks)}"
+        )
     return [t for t in tasks if t in wanted]
 
 
@@ -208,15 +284,16 @@ def ensure_table(task: Task, progress: bool = True) -> Path:
     """The task's table, built on first use (a directory table; an interrupted build resumes from its work
     directory).  Processes that ask at once build it one at a time."""
     from oracle.oracle import oracle_kernels_missing
+    from solver.format.v2 import MANIFEST
     from solver.provision import build_once
     from solver.seal import check_unsealed
 
     check_unsealed(f"the table of suite task {task.name}")
     check_has_table(task)
     path = table_path(task)
-    if path.exists():  # a table appears by an atomic rename: one that exists is complete
+    if (path / MANIFEST).exists():  # a directory table's manifest is written last: with it, the table is complete
         return path
-    return build_once(
+    return build_once(  # else built here, or waited for while another process builds it
         task.spec(),
         path,
         progress,

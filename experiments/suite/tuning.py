@@ -235,7 +235,13 @@ def tune(
     task = get_task(task_name)
     algorithm = algorithm_of(train)
     space = load_search_space(algorithm)
-    applies_to = [t.name for t in suite_tasks() if t.kind == task.kind] if family else [task.name]
+    from .training import track_of
+
+    track = track_of(train)
+    if not task.for_track(track):
+        raise ValueError(f"task {task.name} is not on the {track} track's list of suite v{SUITE_VERSION}")
+    family_tasks = [t.name for t in suite_tasks() if t.kind == task.kind and t.for_track(track)]
+    applies_to = family_tasks if family else [task.name]
     bases = {name: load_hyperparams(algorithm, name) for name in applies_to}
     for name, base in bases.items():
         unknown = sorted(set(space) - set(base))
