@@ -501,8 +501,10 @@ def render(check: bool = False, files=(README, PAGE), reps: int = 2000) -> list[
     """Regenerate every version's marked blocks in ``files`` from its registry (a file holds the blocks it has
     markers for; each version's block must be somewhere), and the plots of the newest version with a registry
     (unless ``check``).  Returns the files whose blocks were out of date (with ``check`` nothing is written)."""
+    from .task_table import replace_block
+
     texts = {path: path.read_text() for path in files}
-    new = dict(texts)
+    new = {path: replace_block(text, SUITE_VERSION) for path, text in texts.items()}
     versions = versions_with_registry()
     for version in versions:
         entries = load(registry_dir(version))
