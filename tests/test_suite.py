@@ -6,6 +6,7 @@ tables --verify`."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -579,3 +580,28 @@ def test_run_json_names_the_hyperparameter_file_of_every_task_run_into_the_direc
     with pytest.raises(SuiteRunError, match="other hyperparameter files .*2x4 cccccccccccc"):
         _check_directory(tmp_path, what(**{"2x4": "c" * 64}))
     assert json.loads((tmp_path / "run.json").read_text()) == merged
+
+
+def test_tables_builds_verifies_and_records_its_cost(tmp_path, capsys, monkeypatch):
+    """`tables --verify --record`: each table checked against its pins, the task without a table named and
+    skipped, the cost written; a table that is not as pinned fails the command."""
+    from experiments.suite import tasks as task_defs
+    from experiments.suite.entry_cost import directory_bytes
+    from experiments.suite.tasks import table_path
+
+    record = tmp_path / "tables.json"
+    argv = ["tables", "--tasks", "2x3,4x3", "--verify", "--record", str(record), "--quiet"]
+    assert suite_main(argv) == 0
+    out = capsys.readouterr().out
+    assert "4x3: no table (V* = 50724.26 published" in out and "2x3: " in out and "as pinned" in out
+    data = json.loads(record.read_text())
+    row = data["tasks"]["2x3"]
+    assert set(data["tasks"]) == {"2x3"} and row["as_pinned"] and row["digest"] == get_task("2x3").table_digest
+    assert data["bytes"] == row["bytes"] == directory_bytes(table_path(get_task("2x3"))) > 0
+    assert data["peak_bytes"] > 0 and data["cpus"] >= 1 and "commit" in data["provenance"]
+    doctored = tuple(
+        dataclasses.replace(t, table_digest="0" * 64) if t.name == "2x3" else t for t in task_defs.SUITES[3]
+    )
+    monkeypatch.setitem(task_defs.SUITES, 3, doctored)
+    assert suite_main(["tables", "--tasks", "2x3", "--verify", "--quiet"]) == 1
+    assert "NOT AS PINNED" in capsys.readouterr().out
