@@ -1,5 +1,5 @@
-"""The suite's task-list rules (experiments.suite.rules): ceiling, floor per track, family size, on synthetic
-measurements and on the committed candidates log."""
+"""The suite's task-list rules (experiments.suite.rules): ceiling, floor per track, family size and cost of entry,
+on synthetic measurements, on the committed candidates log and on suite v3's registry."""
 
 from __future__ import annotations
 
@@ -63,3 +63,72 @@ def test_the_rules_read_the_candidates_log():
     assert {(m.task, f"agent:{m.agent}") for m in rules.ceiling_breaches(ms)} == above
     text = rules.report(ms)
     assert text.startswith("Ceiling") and "known-rules, success, small: cleared on" in text
+
+
+# --- the rules on suite v3's registry (docs/reference/suite-v3/), as its entries stand ---------------------------
+
+V3 = 3
+
+
+def v3_entries() -> dict[str, dict]:
+    from experiments.suite.registry import load, registry_dir
+
+    entries = load(registry_dir(V3))
+    assert entries, "suite v3's registry holds no result"
+    return entries
+
+
+def test_no_non_optimal_entry_of_the_v3_registry_is_above_the_ceiling():
+    measured = rules.from_registry(v3_entries())
+    assert any(m.agent != "optimal" for m in measured)
+    assert rules.ceiling_breaches(measured) == []
+
+
+def test_every_v3_task_gives_each_registered_track_a_learner_inside_the_band():
+    """Per (track, family, regime) with a learner in the registry, every task of the track's list in that family
+    has a learner of the track whose interval lies inside [0.05, 0.95]."""
+    from experiments.suite.tasks import suite_tasks
+
+    measured = rules.from_registry(v3_entries())
+    lists = rules.track_lists(V3)
+    groups = rules.floor(measured, lists)
+    assert groups, "no learner in suite v3's registry"
+    for (track, family, _regime), tasks in groups.items():
+        assert set(tasks) == {t.name for t in suite_tasks(V3) if t.for_track(track) and t.kind == family}
+    assert rules.floor_failures(measured, lists) == []
+
+
+def test_each_v3_track_has_at_least_three_tasks_per_family():
+    from experiments.suite.tasks import suite_tasks
+
+    for track, names in rules.track_lists(V3).items():
+        families = {t.name: t.kind for t in suite_tasks(V3) if t.name in names}
+        assert set(families.values()) == {"score", "success"} and rules.small_families(families) == {}, track
+
+
+def test_the_v3_tables_were_built_within_the_cost_of_entry():
+    """The record of `tables --verify --record` on a fresh clone: every table of v3 built there (none found
+    already), each as pinned, within 15 minutes and 5 GB of disk."""
+    from experiments.suite.entry_cost import MAX_BYTES, MAX_SECONDS
+    from experiments.suite.task_table import record_path
+    from experiments.suite.tasks import suite_tasks
+
+    record = json.loads(record_path(V3).read_text())
+    tabled = {t.name for t in suite_tasks(V3) if t.has_table}
+    assert set(record["tasks"]) == tabled
+    assert all(row["built"] and row["as_pinned"] for row in record["tasks"].values())
+    assert record["seconds"] <= MAX_SECONDS and record["bytes"] <= MAX_BYTES
+    assert record["bytes"] == sum(row["bytes"] for row in record["tasks"].values())
+
+
+def test_the_fixed_agents_of_the_v3_registry_play_each_monte_carlo_cell_from_five_secret_starts():
+    """A fixed agent's Monte-Carlo cells are five runs from five evaluation seeds; its exact cells one value."""
+    fixed = {n: d for n, d in v3_entries().items() if d["track"] == "reference"}
+    assert fixed
+    for name, data in fixed.items():
+        assert data["seeds"] == 5, name
+        for task, runs in data["runs"].items():
+            if runs[0]["method"] == "exact":
+                assert len({r["normalized"] for r in runs}) == 1, (name, task)
+            else:
+                assert len({r["evaluation_seed"] for r in runs}) == 5, (name, task)

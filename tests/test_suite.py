@@ -392,6 +392,7 @@ def test_a_registry_entry_of_one_family_is_aggregated_in_that_family_only(tmp_pa
     assert row.split(" | ")[3:6] == ["—", "15 s", "—"]  # no training time recorded, 15 runs x 1 s of scoring
     # the score games, then the env-only track's success tasks, then the known-rules track's
     assert row.split(" | ")[6:] == ["—"] * 4 + means + ["—"] * 3 + ["— |"]
+    assert "Not in the registry yet: random, greedy, expectimax-2, optimal, td," in table  # what a full one holds
     headline = registry.tables(entries, reps=20, full=False, aggregates=aggregates)
     ranking_lines = [line for line in headline.splitlines() if line.startswith("- ")]
     # a family with one agent of the track has no ranking: only the success family's, with both

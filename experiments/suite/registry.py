@@ -255,6 +255,21 @@ def registry_aggregates(entries: dict[str, dict], reps: int = 2000) -> dict:
     return out
 
 
+#: The entries a complete registry holds, per suite version that names them (``make reference`` runs them): the
+#: fixed agents, every learner in the small regime, and JAX PPO, TD and TD + expectimax in the large one.
+EXPECTED = {
+    3: (
+        "random", "greedy", "expectimax-2", "optimal", "td", "td-expectimax", "jax-ppo", "jax-ppo-unmasked",
+        "maskable-ppo", "dqn", "td-large", "td-expectimax-large", "jax-ppo-large",
+    ),
+}  # fmt: skip
+
+
+def missing_entries(entries: dict[str, dict], version: int) -> list[str]:
+    """The entries :data:`EXPECTED` of suite ``version`` that the registry does not hold yet."""
+    return [name for name in EXPECTED.get(version, ()) if name not in entries]
+
+
 def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggregates: dict | None = None) -> str:
     """The generated Markdown.  With ``full`` (docs/suite.md): per task mean normalized score over runs (method
     marked) with each entry's track and compute, then each agent's aggregates (over its own runs, so agents of
@@ -284,6 +299,9 @@ def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggreg
             for name, row in aggregates[key].items():
                 cells = [estimate_text(row[m]) for m in METRICS]
                 lines.append(f"| {name} | {tracks[name]} | " + " | ".join(cells) + " |")
+    missing = missing_entries(entries, version)
+    if missing:
+        lines += ["", f"Not in the registry yet: {', '.join(missing)}."]
     commits = sorted({_short(d["provenance"]["commit"]) for d in entries.values()})
     monte_carlo = "† Monte Carlo (1,000 games, Wilson 95% CI in the run files), the others exact; "
     lines += [
