@@ -284,13 +284,16 @@ def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggreg
     lines = [] if not full else per_task_table(entries, names, tracks) + tuning_table(entries)
     if aggregates is None:
         aggregates = registry_aggregates(entries, reps)
-    for lst, parts in _lists(version).items():
+    lists = _lists(version)
+    if len(lists) > 1 and not full:
+        lines += [RANKING_NOTE]
+    for lst, parts in lists.items():
         keys = {part: _key(lst, part) for part in parts if _key(lst, part) in aggregates}
         if lst:
             lines += ["", f"**The {lst} track's tasks** ({', '.join(parts['overall'])}):"]
             lines += [""] if not full else []
         if not full:
-            lines += headline_lines(entries, aggregates, parts, keys, tracks, reps)
+            lines += headline_lines(entries, aggregates, parts, keys, tracks, reps, note=len(lists) == 1)
             continue
         for part, key in keys.items():
             title = "all tasks" if part == "overall" else FAMILIES[part]
@@ -318,9 +321,10 @@ def tables(entries: dict[str, dict], reps: int = 2000, full: bool = True, aggreg
     return "\n".join(lines)
 
 
-def headline_lines(entries, aggregates, parts, keys, tracks, reps) -> list[str]:
+def headline_lines(entries, aggregates, parts, keys, tracks, reps, note: bool = True) -> list[str]:
     """The headline of one task list: the IQM and the mean of each entry that covers some of its parts, per family
-    and overall, then the rankings within each track (and regime) of its entries."""
+    and overall, then (after :data:`RANKING_NOTE`, with ``note``) the rankings within each track (and regime) of
+    its entries."""
     order = [p for p in FAMILIES if p in keys] + ["overall"]
     titles = [FAMILIES.get(p, "all tasks") for p in order]
     header = " | ".join(f"{t}: {m}" for t in titles for m in ("IQM", "mean"))
@@ -333,7 +337,7 @@ def headline_lines(entries, aggregates, parts, keys, tracks, reps) -> list[str]:
             for m in ("IQM", "mean")
         ]
         lines.append(f"| {name} | {tracks[name]} | " + " | ".join(cells) + " |")
-    lines += ["", RANKING_NOTE, ""]
+    rankings = []
     labels = [tracks[n] for n in members]
     for track in sorted(set(labels), key=labels.index):
         group = [n for n in members if tracks[n] == track and entries[n].get("agent") != "optimal"]
@@ -341,8 +345,10 @@ def headline_lines(entries, aggregates, parts, keys, tracks, reps) -> list[str]:
             ranked = [n for n in group if p in keys and n in aggregates[keys[p]]]
             if len(ranked) > 1:
                 cells = {n: ScoreCells.of_result(entries[n], parts[p]) for n in ranked}
-                lines.append(f"- {track}, {t}: {ranking(aggregates[keys[p]], cells, ranked, reps)}")
-    return lines
+                rankings.append(f"- {track}, {t}: {ranking(aggregates[keys[p]], cells, ranked, reps)}")
+    if note:
+        return lines + ["", RANKING_NOTE, ""] + rankings
+    return lines + ([""] + rankings if rankings else [])
 
 
 def track_label(data: dict, entries: dict[str, dict]) -> str:
@@ -517,16 +523,19 @@ def versions_with_registry() -> list[int]:
 
 def render(check: bool = False, files=(README, PAGE), reps: int = 2000) -> list[Path]:
     """Regenerate every version's marked blocks in ``files`` from its registry (a file holds the blocks it has
-    markers for; each version's block must be somewhere), and the plots of the newest version with a registry
-    (unless ``check``).  Returns the files whose blocks were out of date (with ``check`` nothing is written)."""
+    markers for; each version's block must be somewhere), and the plots of the newest version whose registry is
+    complete (:data:`EXPECTED`; unless ``check``).  Returns the files whose blocks were out of date (with ``check``
+    nothing is written)."""
     from .task_table import replace_block
 
     texts = {path: path.read_text() for path in files}
     new = {path: replace_block(text, SUITE_VERSION) for path, text in texts.items()}
-    versions = versions_with_registry()
-    for version in versions:
+    plotted = None  # (entries, aggregates) of the newest version whose registry is complete
+    for version in versions_with_registry():
         entries = load(registry_dir(version))
         aggregates = registry_aggregates(entries, reps)  # one bootstrap for both blocks and the plot
+        if not missing_entries(entries, version):
+            plotted = entries, aggregates
         blocks = {full: tables(entries, reps, full, aggregates) for full in (True, False)}
         begin, end = markers(version)
         holders = [p for p in files if begin in new[p] and end in new[p]]
@@ -538,14 +547,14 @@ def render(check: bool = False, files=(README, PAGE), reps: int = 2000) -> list[
     if not check:
         for path in stale:
             path.write_text(new[path])
-        if versions:  # entries and aggregates are the newest version's, the loop's last
-            overall, matrices = plotted(entries, aggregates)
+        if plotted is not None:
+            overall, matrices = plot_data(*plotted)
             plot_aggregates({"groups": {"all": {"aggregates": {"overall": overall}}}}, PLOTS["aggregates"])
             plot_profiles(matrices, PLOTS["profiles"], reps)
     return stale
 
 
-def plotted(entries: dict[str, dict], aggregates: dict) -> tuple[dict, dict]:
+def plot_data(entries: dict[str, dict], aggregates: dict) -> tuple[dict, dict]:
     """``(overall, matrices)`` for the plots: each entry's overall aggregates and its score matrix over its task
     list (runs x tasks), named by the entry, and by the entry and the track's list where the tracks have lists of
     their own (a reference agent then appears once per list)."""
