@@ -92,6 +92,10 @@ def test_monte_carlo_error_widens_the_probability_of_improvement():
     assert exact == (1.0, (1.0, 1.0))
     far = probability_of_improvement(success_cell(0.70, 1000), success_cell(0.50, 1000), reps=2000)
     assert far[1][0] == 1.0
+    # a Monte-Carlo 0 against an exact 0 ties (P = 1/2); every redraw of the rate is above 0, a win: the interval
+    # still holds the observed point
+    tie = probability_of_improvement(success_cell(0.0, 1000), ScoreCells.exact([[0.0]]), reps=500)
+    assert tie[0] == 0.5 and tie[1][0] <= 0.5 <= tie[1][1] == 1.0
 
 
 def test_statistics_are_rliables_on_each_replicate():
