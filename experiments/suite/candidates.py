@@ -110,8 +110,9 @@ def build_table(task: Task) -> dict:
     report = json.loads(lines[-1]) if lines else {"returncode": done.returncode}
     if report["returncode"] != 0:
         raise RuntimeError(f"building {task.name} failed: {done.stderr.strip()[-2000:]}")
-    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-    return {"seconds": report["seconds"], "peak_bytes": report["peak_bytes"], "bytes": size}
+    from .entry_cost import directory_bytes
+
+    return {"seconds": report["seconds"], "peak_bytes": report["peak_bytes"], "bytes": directory_bytes(out)}
 
 
 def score_agent(task: Task, oracle, agent: str, seed: int = 0) -> dict:

@@ -37,14 +37,14 @@ def build_tables(tasks, verify: bool = False, progress: bool = True, report=prin
     to the caller)."""
     from oracle import Oracle
 
-    from .tasks import ensure_table, matches_pinned_value, table_digest
+    from .tasks import ensure_table, matches_pinned_value, table_digest, table_is_complete
 
     began, record = time.perf_counter(), {"tasks": {}}
     for task in tasks:
         if not task.has_table:
             report(f"{task.name}: no table (V* = {task.optimal_value} published: {task.optimum_source})")
             continue
-        start, existed = time.perf_counter(), ensure_table_exists(task)
+        start, existed = time.perf_counter(), table_is_complete(task)
         path = ensure_table(task, progress=progress)
         row = {"seconds": time.perf_counter() - start, "built": not existed, "bytes": directory_bytes(path)}
         line = f"{task.name}: {path} ({row['seconds']:.1f} s{'' if row['built'] else ', there already'})"
@@ -64,15 +64,6 @@ def build_tables(tasks, verify: bool = False, progress: bool = True, report=prin
         cpus=os.cpu_count(),
     )
     return record
-
-
-def ensure_table_exists(task) -> bool:
-    """Whether the task's table is there, complete, before ``tables`` asks for it."""
-    from solver.format.v2 import MANIFEST
-
-    from .tasks import table_path
-
-    return (table_path(task) / MANIFEST).exists()
 
 
 def summary(record: dict) -> str:

@@ -499,8 +499,8 @@ def _fmt(x: float) -> str:
     return score_text(x, 4)
 
 
-def _replace_block(text: str, block: str, version: int) -> str:
-    begin, end = markers(version)
+def replace_between(text: str, begin: str, end: str, block: str) -> str:
+    """``text`` with what lies between the marker lines ``begin`` and ``end`` (both in it) replaced by ``block``."""
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
     return f"{head}{begin}\n{block}\n{end}{tail}"
@@ -542,7 +542,7 @@ def render(check: bool = False, files=(README, PAGE), reps: int = 2000) -> list[
         if not holders:
             raise ValueError(f"no file of {[str(p) for p in files]} has a {begin} ... {end} block to generate")
         for path in holders:
-            new[path] = _replace_block(new[path], blocks[path != README], version)
+            new[path] = replace_between(new[path], begin, end, blocks[path != README])
     stale = [p for p in files if new[p] != texts[p]]
     if not check:
         for path in stale:

@@ -132,9 +132,9 @@ def track_lists(version: int) -> dict[str, set[str]]:
     """``{track: its tasks}`` of suite ``version`` for :func:`floor` (every task for every track where the tracks
     share one list)."""
     from .budget import TRACKS
-    from .tasks import suite_tasks
+    from .tasks import tasks_named
 
-    return {track: {t.name for t in suite_tasks(version) if t.for_track(track)} for track in TRACKS}
+    return {track: {t.name for t in tasks_named(None, version, track)} for track in TRACKS}
 
 
 def report(measured: list[Measured]) -> str:

@@ -72,9 +72,9 @@ def task_table(version: int) -> str:
 
 def replace_block(text: str, version: int) -> str:
     """``text`` with its block of suite ``version``'s task table regenerated (unchanged without the markers)."""
+    from .registry import replace_between
+
     begin, end = markers(version)
     if begin not in text or end not in text:
         return text
-    head, rest = text.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    return f"{head}{begin}\n{task_table(version)}\n{end}{tail}"
+    return replace_between(text, begin, end, task_table(version))

@@ -284,14 +284,13 @@ def ensure_table(task: Task, progress: bool = True) -> Path:
     """The task's table, built on first use (a directory table; an interrupted build resumes from its work
     directory).  Processes that ask at once build it one at a time."""
     from oracle.oracle import oracle_kernels_missing
-    from solver.format.v2 import MANIFEST
     from solver.provision import build_once
     from solver.seal import check_unsealed
 
     check_unsealed(f"the table of suite task {task.name}")
     check_has_table(task)
     path = table_path(task)
-    if (path / MANIFEST).exists():  # a directory table's manifest is written last: with it, the table is complete
+    if table_is_complete(task):
         return path
     return build_once(  # else built here, or waited for while another process builds it
         task.spec(),
@@ -301,6 +300,14 @@ def ensure_table(task: Task, progress: bool = True) -> Path:
         warm_oracle=oracle_kernels_missing(),
         layout="directory",
     )
+
+
+def table_is_complete(task: Task) -> bool:
+    """Whether the task's table is built, whole: a directory table's manifest is written last, so a table whose
+    manifest is there is complete (one being built has its directory, not yet its manifest)."""
+    from solver.format.v2 import MANIFEST
+
+    return (table_path(task) / MANIFEST).exists()
 
 
 def check_has_table(task: Task) -> None:

@@ -226,7 +226,7 @@ def tune(
 
     from .policies import load_trainer
     from .provenance import git_commit
-    from .tasks import SUITE_VERSION, get_task, suite_tasks
+    from .tasks import SUITE_VERSION, get_task, tasks_named
     from .trainers import load_hyperparams
 
     if trials < 1 or steps < 1 or seeds < 1:
@@ -240,7 +240,7 @@ def tune(
     track = track_of(train)
     if not task.for_track(track):
         raise ValueError(f"task {task.name} is not on the {track} track's list of suite v{SUITE_VERSION}")
-    family_tasks = [t.name for t in suite_tasks() if t.kind == task.kind and t.for_track(track)]
+    family_tasks = [t.name for t in tasks_named(None, track=track) if t.kind == task.kind]
     applies_to = family_tasks if family else [task.name]
     bases = {name: load_hyperparams(algorithm, name) for name in applies_to}
     for name, base in bases.items():
