@@ -90,7 +90,11 @@ def pytest_configure(config):
     # One table cache for the whole session, pytest-xdist's workers included (theirs is popen-gwN below the
     # controller's): a table that tests on two workers need is built once (build_once's lock makes the other wait).
     tables = (base.parent if XDIST_WORKER else base) / "solved2048-home"
-    for path in (home, tmp, tables):
+    # JAX's compiled programs likewise, in a persistent compilation cache shared by the workers: the tests that build
+    # the same program (the env's step, a PPO update of one shape) in separate functions or processes compile it once.
+    # It starts empty each session, like the kernel cache of a clean clone.
+    jax_cache = (base.parent if XDIST_WORKER else base) / "jax-cache"
+    for path in (home, tmp, tables, jax_cache):
         path.mkdir(exist_ok=True)
     os.environ.update(
         {
@@ -100,6 +104,7 @@ def pytest_configure(config):
             "SB3_LOGDIR": str(tables / "sb3-logs"),
         }
     )
+    _use_jax_cache(jax_cache)
     for name, sub in (
         ("XDG_CONFIG_HOME", ".config"),
         ("XDG_CACHE_HOME", ".cache"),
@@ -108,6 +113,23 @@ def pytest_configure(config):
     ):
         os.environ[name] = str(home / sub)
     tempfile.tempdir = None  # tempfile reads TMPDIR again
+
+
+def _use_jax_cache(directory: Path) -> None:
+    """Point JAX's persistent compilation cache at ``directory`` and keep every program in it, however quick its
+    compile or small its code: in this process (whether or not a plugin imported JAX already) and, through the
+    environment, in the processes it starts."""
+    options = {
+        "jax_compilation_cache_dir": str(directory),
+        "jax_persistent_cache_min_compile_time_secs": 0,
+        "jax_persistent_cache_min_entry_size_bytes": 0,
+    }
+    os.environ.update({name.upper(): str(value) for name, value in options.items()})
+    if "jax" in sys.modules:
+        import jax
+
+        for name, value in options.items():
+            jax.config.update(name, value)
 
 
 #: A short path to the session's temporary directory (see :func:`_short_link`).
