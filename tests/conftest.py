@@ -89,11 +89,12 @@ def pytest_configure(config):
     home, tmp = base / "home", base / "tmp"
     # One table cache for the whole session, pytest-xdist's workers included (theirs is popen-gwN below the
     # controller's): a table that tests on two workers need is built once (build_once's lock makes the other wait).
-    tables = (base.parent if XDIST_WORKER else base) / "solved2048-home"
+    shared = base.parent if XDIST_WORKER else base
+    tables = shared / "solved2048-home"
     # JAX's compiled programs likewise, in a persistent compilation cache shared by the workers: the tests that build
     # the same program (the env's step, a PPO update of one shape) in separate functions or processes compile it once.
     # It starts empty each session, like the kernel cache of a clean clone.
-    jax_cache = (base.parent if XDIST_WORKER else base) / "jax-cache"
+    jax_cache = shared / "jax-cache"
     for path in (home, tmp, tables, jax_cache):
         path.mkdir(exist_ok=True)
     os.environ.update(
