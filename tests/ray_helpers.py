@@ -25,8 +25,8 @@ def require_ray():
 
 
 def golden_checksums(name: str) -> dict[str, str]:
-    """The golden checksums of ``SPECS[name]``: what the one-process build wrote, and still writes (2x3, 2x4 and
-    2x4-64 are rebuilt and compared in test_golden.py)."""
+    """The golden checksums of ``SPECS[name]``: what the one-process build wrote, and still writes (2x3 and 2x4-64
+    are rebuilt and compared in test_golden.py, 2x4 in test_solver.py's kill -9 test)."""
     return golden(GOLDEN_NAMES[name])
 
 

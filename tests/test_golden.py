@@ -17,7 +17,6 @@ from solver.provision import cached_table
         ("2x3-score", 2, "directory"),
         ("2x4-tile6", 1, "directory"),
         ("2x4-tile6", 2, "file"),
-        pytest.param("2x4-score", 2, "directory", marks=pytest.mark.slow),
     ],
 )
 def test_small_tables_match_the_golden_checksums(tmp_path, name, threads, layout):
