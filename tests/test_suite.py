@@ -547,15 +547,35 @@ def test_the_ppo_trainer_hands_checkpoints_and_its_moves():
 
 
 @pytest.mark.slow
-def test_processes_can_share_a_run_by_seeds(tmp_path):
+def test_processes_can_share_a_run_by_seeds(tmp_path, capsys):
     """--only-seeds runs its seeds and writes no suite.json until every seed is there; the full command then runs
-    only what is missing."""
+    only what is missing.  `status` says at each point which cells are finished and estimates the others' core
+    time from the finished cells of the same task."""
+    from experiments.suite.__main__ import main
+    from experiments.suite.run_status import cell_seconds, run_status
+
     assert run_suite(tmp_path, 2, agent="greedy", tasks="2x4", progress=False, only_seeds=[1]) is None
     assert [p.name for p in (tmp_path / "runs" / "2x4").iterdir()] == ["seed-1.json"]
     assert not (tmp_path / "suite.json").exists()
+    first = json.loads((tmp_path / "runs" / "2x4" / "seed-1.json").read_text())
+    status = run_status(tmp_path, 2, "2x3,2x4")
+    assert (status.label, status.track, status.cells, status.cells_done) == ("greedy", "reference", 4, 1)
+    on_2x3, on_2x4 = status.tasks
+    assert (on_2x3.done, on_2x3.missing, on_2x3.seconds_left, on_2x3.mean_score) == ((), (0, 1), None, None)
+    assert (on_2x4.done, on_2x4.missing, on_2x4.mean_score) == ((1,), (0,), first["normalized"])
+    assert on_2x4.seconds_left == cell_seconds(first) > 0 and not status.suite_json_complete
     before = (tmp_path / "runs" / "2x4" / "seed-1.json").stat().st_mtime_ns
     result = run_suite(tmp_path, 2, agent="greedy", tasks="2x4", progress=False)
     assert result["seeds"] == 2 and (tmp_path / "runs" / "2x4" / "seed-1.json").stat().st_mtime_ns == before
+    assert run_status(tmp_path, 2, "2x4").suite_json_complete
+    assert not run_status(tmp_path, 2, "2x3,2x4").suite_json_complete  # suite.json holds the asked task alone
+    assert main(["status", str(tmp_path), "--seeds", "2", "--tasks", "2x4,2x3"]) == 0
+    printed = capsys.readouterr().out
+    assert f"greedy, suite v{SUITE_VERSION}, reference track: 2 of 4 cells finished" in printed
+    assert "| 2x4 | 2/2 | - |" in printed and "| 2x3 | 0/2 | 0,1 | — | ? | ? |" in printed
+    assert "no finished cell yet to estimate 2x3 from" in printed
+    assert main(["status", str(tmp_path / "runs")]) == 2
+    assert "holds no run of the suite (no run.json)" in capsys.readouterr().err
     with pytest.raises(ValueError, match="--only-seeds must name some of the seeds 0..1"):
         run_suite(tmp_path, 2, agent="greedy", tasks="2x4", progress=False, only_seeds=[2])
 

@@ -1,4 +1,5 @@
-"""Command line of the suite: ``python -m experiments.suite {tables,run,compare,registry,tune,curves,dataset,bc} ...``
+"""Command line of the suite:
+``python -m experiments.suite {tables,run,status,compare,registry,tune,curves,dataset,bc} ...``
 (docs/suite.md, docs/datasets.md)."""
 
 from __future__ import annotations
@@ -53,6 +54,13 @@ def cmd_run(args) -> int:
         print(f"the asked runs are in {args.out}/runs; suite.json is written once every task and seed is there")
         return 0
     print(f"wrote {args.out}/suite.json: {result['seeds']} run(s) x {len(result['tasks'])} tasks")
+    return 0
+
+
+def cmd_status(args) -> int:
+    from .run_status import format_status, run_status
+
+    print(format_status(run_status(args.out, args.seeds, args.tasks)))
     return 0
 
 
@@ -243,6 +251,11 @@ def main(argv=None) -> int:
         help="with --trainer: train with DIR/TASK.toml (tunings' chosen files, tune --out; several directories "
         "comma-separated, one per family) in place of the trainer's own files",
     )
+    p = sub.add_parser("status", help="which cells of a run are finished, and the core time the others will take")
+    p.add_argument("out", help="a results directory of `run` (its --out)")
+    p.add_argument("--seeds", type=int, default=5, help="the run's seeds 0..N-1 (default 5)")
+    p.add_argument("--tasks", default=None, help="comma-separated task names (default: the run's track's list)")
+    p.set_defaults(func=cmd_status)
     p = sub.add_parser("compare", help="aggregate results directories with rliable: table and plots")
     p.add_argument(
         "dirs",
