@@ -10,7 +10,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .runner import SuiteRunError
+from .budget import REFERENCE_TRACK
+from .runner import SuiteRunError, _cell, check_seeds
 from .tasks import tasks_named
 
 
@@ -26,14 +27,18 @@ class TaskStatus:
     mean_score: float | None
 
     @property
+    def seconds_per_cell(self) -> float | None:
+        """The finished cells' mean core seconds; None before the first."""
+        return sum(self.cell_seconds) / len(self.cell_seconds) if self.cell_seconds else None
+
+    @property
     def seconds_left(self) -> float | None:
         """The missing cells' estimated core seconds: the finished cells' mean for each; None when none is
         finished yet (nothing to estimate from), 0.0 when none is missing."""
         if not self.missing:
             return 0.0
-        if not self.cell_seconds:
-            return None
-        return len(self.missing) * sum(self.cell_seconds) / len(self.cell_seconds)
+        per_cell = self.seconds_per_cell
+        return None if per_cell is None else len(self.missing) * per_cell
 
 
 @dataclass(frozen=True)
@@ -78,18 +83,17 @@ def run_status(out, seeds: int = 5, tasks: str | None = None) -> RunStatus:
         raise FileNotFoundError(
             f"{out} holds no run of the suite (no run.json): give a directory that `run --out` wrote"
         )
-    if not isinstance(seeds, int) or seeds < 1:
-        raise ValueError(f"--seeds must be a whole number >= 1, got {seeds!r}")
+    check_seeds(seeds)
     meta = json.loads(meta_path.read_text())
     version = meta.get("suite_version")
     if not isinstance(version, int):
         raise SuiteRunError(f"{meta_path} names no suite version: it was not written by `run`")
-    track = meta.get("track", "reference")
+    track = meta.get("track", REFERENCE_TRACK)
     rows = []
     for task in tasks_named(tasks, version, track=track):
         done, spent, scores = [], [], []
         for seed in range(seeds):
-            path = out / "runs" / task.name / f"seed-{seed}.json"
+            path = _cell(out, task, seed)
             if path.exists():
                 cell = json.loads(path.read_text())
                 done.append(seed)
@@ -139,11 +143,10 @@ def format_status(status: RunStatus) -> str:
         "|---|---:|---|---:|---:|---:|",
     ]
     for t in status.tasks:
-        per_cell = sum(t.cell_seconds) / len(t.cell_seconds) if t.cell_seconds else None
         score = "—" if t.mean_score is None else f"{t.mean_score:.4f}"
         lines.append(
             f"| {t.task} | {len(t.done)}/{status.seeds} | {_seed_list(t.missing)} | {score} | "
-            f"{_minutes(per_cell)} | {_minutes(t.seconds_left)} |"
+            f"{_minutes(t.seconds_per_cell)} | {_minutes(t.seconds_left)} |"
         )
     left = [t.seconds_left for t in status.tasks]
     known = sum(s for s in left if s is not None)

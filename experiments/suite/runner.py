@@ -160,8 +160,7 @@ def run_suite(
     every run file."""
     if (agent is None) == (trainer is None):
         raise ValueError("give an agent or a trainer, not both and not neither")
-    if not isinstance(seeds, int) or seeds < 1:
-        raise ValueError(f"--seeds must be a whole number >= 1, got {seeds!r}")
+    check_seeds(seeds)
     train = load_trainer(trainer) if isinstance(trainer, str) else trainer
     if curve and (train is None or not declares_checkpoints(train)):
         raise ValueError(
@@ -259,6 +258,12 @@ def _train(train, task: Task, seed: int, monitor, progress: bool, **options) -> 
     if getattr(policy, "train_steps", None) is not None:  # what the trainer says it used
         facts["train_steps"] = int(policy.train_steps)
     return policy, facts, budget
+
+
+def check_seeds(seeds) -> None:
+    """A ``ValueError`` unless ``seeds``, a run's number of seeds, is a whole number >= 1."""
+    if not isinstance(seeds, int) or seeds < 1:
+        raise ValueError(f"--seeds must be a whole number >= 1, got {seeds!r}")
 
 
 def _cell(out: Path, task: Task, seed: int) -> Path:
